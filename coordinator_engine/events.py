@@ -1,0 +1,234 @@
+"""Events: what the coordinator tells the outside world happened, as typed, JSON-ready data.
+
+Every state transition, new generation, membership change (with its reason), stored assignment,
+commit batch, offset expiry or deletion and group deletion produces one `GroupEvent`, delivered
+synchronously to each listener after the records behind it were appended (push only after
+durability). The dashboard and the Spark history are built from these, so each type declares
+its JSON schema (`EVENT_SCHEMAS`) and round-trips through `to_json`/`event_from_json`.
+
+Field types are limited to what JSON carries: str, int, bool, None, lists and string-keyed dicts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from typing import Any, ClassVar, get_type_hints
+
+
+class RemovalReason(enum.Enum):
+    """Why a member left its group."""
+
+    LEFT = "left"  # LeaveGroup from the member itself
+    SESSION_TIMEOUT = "session_timeout"  # no heartbeat within session.timeout.ms
+    JOIN_TIMEOUT = "join_timeout"  # a new member parked in JoinGroup past new.member.join.timeout
+    REBALANCE_TIMEOUT = "rebalance_timeout"  # did not rejoin before the join phase ended
+    SYNC_TIMEOUT = "sync_timeout"  # did not SyncGroup within the rebalance timeout
+    FENCED = "fenced"  # its static instance id was taken over by a new member id (KIP-345)
+    REMOVED_BY_ADMIN = "removed_by_admin"  # LeaveGroup by instance id, or an admin's reason
+    GROUP_MAX_SIZE = "group_max_size"  # over group.max.size when rejoining
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GroupEvent:
+    """Base of every event: the group and the coordinator time it happened at."""
+
+    type: ClassVar[str] = "GroupEvent"
+    group_id: str
+    at_ms: int
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        for f in dataclasses.fields(self):
+            out[f.name] = getattr(self, f.name)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StateChanged(GroupEvent):
+    type: ClassVar[str] = "StateChanged"
+    from_state: str
+    to_state: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GenerationStarted(GroupEvent):
+    """The join phase completed: a new generation with these members (leader first)."""
+
+    type: ClassVar[str] = "GenerationStarted"
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader_id: str | None
+    member_ids: list[str]
+    join_started_ms: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MemberJoined(GroupEvent):
+    """A member entered the group (`rejoined` False) or rejoined for a rebalance (True)."""
+
+    type: ClassVar[str] = "MemberJoined"
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: list[str]
+    rejoined: bool
+    reason: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MemberRemoved(GroupEvent):
+    type: ClassVar[str] = "MemberRemoved"
+    member_id: str
+    group_instance_id: str | None
+    reason: str  # a RemovalReason value
+    detail: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StaticMemberReplaced(GroupEvent):
+    """A static member came back with a new member id; the old id is fenced (KIP-345)."""
+
+    type: ClassVar[str] = "StaticMemberReplaced"
+    group_instance_id: str
+    old_member_id: str
+    new_member_id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PendingMemberAdded(GroupEvent):
+    """A dynamic member got its id with MEMBER_ID_REQUIRED and must rejoin with it (KIP-394)."""
+
+    type: ClassVar[str] = "PendingMemberAdded"
+    member_id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PendingMemberRemoved(GroupEvent):
+    type: ClassVar[str] = "PendingMemberRemoved"
+    member_id: str
+    reason: str  # "joined", "session_timeout", "left", "group_max_size"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AssignmentStored(GroupEvent):
+    """The leader's assignment for a generation was stored and handed to the members.
+
+    assignments: member id → assignment bytes, hex-encoded. partitions: for the `consumer`
+    protocol type, member id → [[topic, partition], ...] decoded from those bytes (None where
+    the bytes are not a ConsumerProtocolAssignment)."""
+
+    type: ClassVar[str] = "AssignmentStored"
+    generation_id: int
+    assignments: dict[str, str]
+    partitions: dict[str, list[list[Any]]] | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetsCommitted(GroupEvent):
+    """One OffsetCommit batch; offsets: [[topic, partition, offset], ...] that were stored."""
+
+    type: ClassVar[str] = "OffsetsCommitted"
+    member_id: str
+    generation_id: int
+    offsets: list[list[Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetsRemoved(GroupEvent):
+    """Committed offsets removed: reason "expired" (retention), "deleted" (OffsetDelete) or
+    "group_deleted"; partitions: [[topic, partition], ...]."""
+
+    type: ClassVar[str] = "OffsetsRemoved"
+    reason: str
+    partitions: list[list[Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GroupRemoved(GroupEvent):
+    """The group is gone: reason "deleted" (DeleteGroups) or "expired" (Empty, no offsets)."""
+
+    type: ClassVar[str] = "GroupRemoved"
+    reason: str
+    generation_id: int
+    tombstoned: bool
+
+
+EVENT_TYPES: dict[str, type[GroupEvent]] = {
+    cls.type: cls
+    for cls in (
+        StateChanged,
+        GenerationStarted,
+        MemberJoined,
+        MemberRemoved,
+        StaticMemberReplaced,
+        PendingMemberAdded,
+        PendingMemberRemoved,
+        AssignmentStored,
+        OffsetsCommitted,
+        OffsetsRemoved,
+        GroupRemoved,
+    )
+}
+
+
+def _json_type(hint: Any) -> Any:
+    """A JSON Schema fragment for a field's type hint."""
+    text = str(hint)
+    if hint is str:
+        return {"type": "string"}
+    if hint is int:
+        return {"type": "integer"}
+    if hint is bool:
+        return {"type": "boolean"}
+    if text == "str | None":
+        return {"type": ["string", "null"]}
+    if text == "list[str]":
+        return {"type": "array", "items": {"type": "string"}}
+    if text == "dict[str, str]":
+        return {"type": "object", "additionalProperties": {"type": "string"}}
+    if text.startswith("list[list["):
+        return {"type": "array", "items": {"type": "array"}}
+    if text.startswith("dict[str, list[list[") and text.endswith("| None"):
+        return {"type": ["object", "null"], "additionalProperties": {"type": "array"}}
+    raise TypeError(f"no JSON schema for field type {text}")
+
+
+def _schema(cls: type[GroupEvent]) -> dict[str, Any]:
+    hints = get_type_hints(cls)
+    properties: dict[str, Any] = {"type": {"const": cls.type}}
+    for f in dataclasses.fields(cls):
+        properties[f.name] = _json_type(hints[f.name])
+    return {
+        "title": cls.type,
+        "type": "object",
+        "properties": properties,
+        "required": sorted(properties),
+        "additionalProperties": False,
+    }
+
+
+#: JSON Schema (draft 2020-12 subset) of every event type, keyed by its `type`.
+EVENT_SCHEMAS: dict[str, dict[str, Any]] = {name: _schema(cls) for name, cls in EVENT_TYPES.items()}
+
+
+def event_from_json(data: dict[str, Any]) -> GroupEvent:
+    """Rebuild an event from `to_json()` output; ValueError names what does not fit."""
+    kind = data.get("type")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"unknown event type {kind!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    extra = set(data) - names - {"type"}
+    missing = names - set(data)
+    if extra or missing:
+        raise ValueError(
+            f"{kind}: unexpected fields {sorted(extra)}, missing fields {sorted(missing)}"
+        )
+    return cls(**{name: data[name] for name in names})

@@ -1,0 +1,317 @@
+"""Requests the coordinator handles: frozen keyword-only dataclasses, one per Kafka API.
+
+Field names are the snake_case of Kafka's JSON schema fields (JoinGroupRequest.json, ...),
+flattened where Kafka nests topics → partitions. Every request checks its fields' types and
+ranges when it is built (`__post_init__`): a value outside its Kafka type (a negative partition,
+a non-bytes metadata, a string longer than Kafka's int16 length prefix allows, an int outside
+int32) raises `TypeError` or `ValueError` naming the field, before it can reach the engine. A
+request that is well-typed but that Kafka would refuse reaches `GroupCoordinator.handle`, which
+answers Kafka's error code instead of raising.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+#: Kafka strings carry an int16 length prefix: at most 32767 bytes of UTF-8.
+MAX_STRING_BYTES = 32767
+
+
+def _fail(owner: str, field: str, expected: str, value: Any) -> TypeError:
+    return TypeError(
+        f"{owner}.{field} must be {expected}, got {type(value).__name__} {value!r:.80}"
+    )
+
+
+def check_str(owner: str, field: str, value: Any, *, nullable: bool = False) -> None:
+    if value is None and nullable:
+        return
+    if type(value) is not str:
+        raise _fail(owner, field, "a str or None" if nullable else "a str", value)
+    if value.isascii() and len(value) <= MAX_STRING_BYTES:
+        return
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{owner}.{field} is not valid Unicode text: {exc.reason}") from None
+    if size > MAX_STRING_BYTES:
+        raise ValueError(f"{owner}.{field} is longer than {MAX_STRING_BYTES} bytes of UTF-8")
+
+
+def check_int(owner: str, field: str, value: Any, lo: int = INT32_MIN, hi: int = INT32_MAX) -> None:
+    if type(value) is not int:
+        raise _fail(owner, field, "an int", value)
+    if not lo <= value <= hi:
+        raise ValueError(f"{owner}.{field} must lie in {lo}..{hi}, got {value}")
+
+
+def check_bytes(owner: str, field: str, value: Any) -> None:
+    if type(value) is not bytes:
+        raise _fail(owner, field, "bytes", value)
+    if len(value) > INT32_MAX:
+        raise ValueError(f"{owner}.{field} is longer than an int32 length allows")
+
+
+def check_bool(owner: str, field: str, value: Any) -> None:
+    if type(value) is not bool:
+        raise _fail(owner, field, "a bool", value)
+
+
+def check_tuple_of(owner: str, field: str, value: Any, item_type: type) -> None:
+    if type(value) is not tuple:
+        raise _fail(owner, field, f"a tuple of {item_type.__name__}", value)
+    for item in value:
+        if not isinstance(item, item_type):
+            raise _fail(owner, field, f"a tuple of {item_type.__name__}", item)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Protocol:
+    """One assignment protocol a member supports: its name and opaque metadata (for the
+    `consumer` protocol type, a ConsumerProtocolSubscription)."""
+
+    name: str
+    metadata: bytes = b""
+
+    def __post_init__(self) -> None:
+        check_str("Protocol", "name", self.name)
+        check_bytes("Protocol", "metadata", self.metadata)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JoinGroupRequest:
+    """JoinGroup: a member (re)joins its group.
+
+    member_id: "" for a member joining for the first time (dynamic members then get
+        MEMBER_ID_REQUIRED with their new id when `require_known_member_id`, KIP-394).
+    group_instance_id: set for a static member (KIP-345).
+    session_timeout_ms / rebalance_timeout_ms: liveness and join-phase bounds for this member.
+    protocol_type / protocols: the member's protocol family and its protocols in preference order.
+    reason: why the member joins (KIP-800), for the history only.
+    """
+
+    group_id: str
+    member_id: str = ""
+    group_instance_id: str | None = None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[Protocol, ...]
+    require_known_member_id: bool = True
+    client_id: str = ""
+    client_host: str = ""
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        o = "JoinGroupRequest"
+        check_str(o, "group_id", self.group_id)
+        check_str(o, "member_id", self.member_id)
+        check_str(o, "group_instance_id", self.group_instance_id, nullable=True)
+        check_int(o, "session_timeout_ms", self.session_timeout_ms)
+        check_int(o, "rebalance_timeout_ms", self.rebalance_timeout_ms)
+        check_str(o, "protocol_type", self.protocol_type)
+        check_tuple_of(o, "protocols", self.protocols, Protocol)
+        check_bool(o, "require_known_member_id", self.require_known_member_id)
+        check_str(o, "client_id", self.client_id)
+        check_str(o, "client_host", self.client_host)
+        check_str(o, "reason", self.reason, nullable=True)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Assignment:
+    """The leader's assignment for one member, opaque bytes (a ConsumerProtocolAssignment)."""
+
+    member_id: str
+    assignment: bytes
+
+    def __post_init__(self) -> None:
+        check_str("Assignment", "member_id", self.member_id)
+        check_bytes("Assignment", "assignment", self.assignment)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SyncGroupRequest:
+    """SyncGroup: every member asks for its assignment; the leader brings them all."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: tuple[Assignment, ...] = ()
+
+    def __post_init__(self) -> None:
+        o = "SyncGroupRequest"
+        check_str(o, "group_id", self.group_id)
+        check_int(o, "generation_id", self.generation_id)
+        check_str(o, "member_id", self.member_id)
+        check_str(o, "group_instance_id", self.group_instance_id, nullable=True)
+        check_str(o, "protocol_type", self.protocol_type, nullable=True)
+        check_str(o, "protocol_name", self.protocol_name, nullable=True)
+        check_tuple_of(o, "assignments", self.assignments, Assignment)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HeartbeatRequest:
+    """Heartbeat: a member says it is alive in `generation_id`."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+    def __post_init__(self) -> None:
+        o = "HeartbeatRequest"
+        check_str(o, "group_id", self.group_id)
+        check_int(o, "generation_id", self.generation_id)
+        check_str(o, "member_id", self.member_id)
+        check_str(o, "group_instance_id", self.group_instance_id, nullable=True)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MemberIdentity:
+    """A member leaving: by member id, or by instance id alone (an admin removal, KIP-345)."""
+
+    member_id: str = ""
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        check_str("MemberIdentity", "member_id", self.member_id)
+        check_str("MemberIdentity", "group_instance_id", self.group_instance_id, nullable=True)
+        check_str("MemberIdentity", "reason", self.reason, nullable=True)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LeaveGroupRequest:
+    """LeaveGroup: one or more members leave (batch since v3)."""
+
+    group_id: str
+    members: tuple[MemberIdentity, ...]
+
+    def __post_init__(self) -> None:
+        check_str("LeaveGroupRequest", "group_id", self.group_id)
+        check_tuple_of("LeaveGroupRequest", "members", self.members, MemberIdentity)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __post_init__(self) -> None:
+        check_str("TopicPartition", "topic", self.topic)
+        check_int("TopicPartition", "partition", self.partition, 0)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PartitionOffset:
+    """One committed position. `expire_timestamp_ms` ≥ 0 asks for an explicit expiry (the
+    retention time of OffsetCommit v2–v4, kept by KIP-211 for old clients); −1 = broker
+    retention."""
+
+    topic: str
+    partition: int
+    offset: int
+    metadata: str | None = ""
+    leader_epoch: int = -1
+    expire_timestamp_ms: int = -1
+
+    def __post_init__(self) -> None:
+        o = "PartitionOffset"
+        check_str(o, "topic", self.topic)
+        check_int(o, "partition", self.partition, 0)
+        check_int(o, "offset", self.offset, INT64_MIN, INT64_MAX)
+        check_str(o, "metadata", self.metadata, nullable=True)
+        check_int(o, "leader_epoch", self.leader_epoch)
+        check_int(o, "expire_timestamp_ms", self.expire_timestamp_ms, INT64_MIN, INT64_MAX)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetCommitRequest:
+    """OffsetCommit. A simple consumer (no group management) sends generation −1 and no member."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    offsets: tuple[PartitionOffset, ...]
+
+    def __post_init__(self) -> None:
+        o = "OffsetCommitRequest"
+        check_str(o, "group_id", self.group_id)
+        check_int(o, "generation_id", self.generation_id)
+        check_str(o, "member_id", self.member_id)
+        check_str(o, "group_instance_id", self.group_instance_id, nullable=True)
+        check_tuple_of(o, "offsets", self.offsets, PartitionOffset)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetFetchRequest:
+    """OffsetFetch: the given partitions, or every committed one when `partitions` is None."""
+
+    group_id: str
+    partitions: tuple[TopicPartition, ...] | None = None
+
+    def __post_init__(self) -> None:
+        check_str("OffsetFetchRequest", "group_id", self.group_id)
+        if self.partitions is not None:
+            check_tuple_of("OffsetFetchRequest", "partitions", self.partitions, TopicPartition)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetDeleteRequest:
+    """OffsetDelete (KIP-496): remove committed offsets of partitions the group no longer uses."""
+
+    group_id: str
+    partitions: tuple[TopicPartition, ...]
+
+    def __post_init__(self) -> None:
+        check_str("OffsetDeleteRequest", "group_id", self.group_id)
+        check_tuple_of("OffsetDeleteRequest", "partitions", self.partitions, TopicPartition)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DescribeGroupsRequest:
+    group_ids: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        check_tuple_of("DescribeGroupsRequest", "group_ids", self.group_ids, str)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ListGroupsRequest:
+    """ListGroups; `states_filter` keeps groups in those states (KIP-518), empty = all."""
+
+    states_filter: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_tuple_of("ListGroupsRequest", "states_filter", self.states_filter, str)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DeleteGroupsRequest:
+    group_ids: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        check_tuple_of("DeleteGroupsRequest", "group_ids", self.group_ids, str)
+
+
+Request = (
+    JoinGroupRequest
+    | SyncGroupRequest
+    | HeartbeatRequest
+    | LeaveGroupRequest
+    | OffsetCommitRequest
+    | OffsetFetchRequest
+    | OffsetDeleteRequest
+    | DescribeGroupsRequest
+    | ListGroupsRequest
+    | DeleteGroupsRequest
+)
