@@ -6,7 +6,8 @@ Theory of operation
 JoinGroup and SyncGroup may park (Kafka's purgatory): their reply completes when the join phase
 ends or the leader's assignment is stored. Timers are keyed data in a `TimerQueue`; the host asks
 `next_deadline_ms()` and calls `advance(now_ms)`; `handle` also fires whatever is already due
-before it looks at the request, so a late host never sees a request overtake an expiry.
+before it looks at the request (so a late host never sees a request overtake an expiry) and
+whatever the request made due, so after any call every timer left lies in the future.
 
 Durable state is what Kafka stores in `__consumer_offsets`: committed offsets and each group's
 metadata record (generation, protocol, leader, members, assignments), written at the moments
@@ -76,6 +77,7 @@ from .records import (
     MemberMetadata,
     OffsetCommitKey,
     OffsetCommitValue,
+    UnknownRecordTypeError,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
@@ -237,6 +239,11 @@ class GroupCoordinator:
         if deadline is not None and deadline <= now_ms:
             self._fire_due(now_ms)
         reply = handler(request, now_ms)
+        # A handler may arm a timer that is already due (a rebalance timeout of 0 once the
+        # last member left): fire it now, so that no due timer outlives the call.
+        deadline = self._timers.next_deadline()
+        if deadline is not None and deadline <= now_ms:
+            self._fire_due(now_ms)
         if self._completions or self._events:
             self._drain()
         return reply
@@ -354,13 +361,14 @@ class GroupCoordinator:
         self._groups[group_id] = group
         return group
 
-    def _new_member_id(self, group_id: str, client_id: str, now_ms: int) -> str:
-        """Kafka's `clientId-UUID`, the UUID derived from (group, time, sequence) so that the
-        engine stays deterministic while ids never repeat across time or restarts."""
+    def _new_member_id(self, group_id: str, prefix: str, now_ms: int) -> str:
+        """Kafka's `generateMemberId`: `clientId-UUID`, or `groupInstanceId-UUID` for a static
+        member; the UUID is derived from (group, time, sequence) so that the engine stays
+        deterministic while ids never repeat across time or restarts."""
         self._member_seq += 1
         seed = f"{group_id}\0{now_ms}\0{self._member_seq}".encode("utf-8", "surrogatepass")
         suffix = str(uuid.UUID(bytes=hashlib.blake2b(seed, digest_size=16).digest(), version=4))
-        member_id = f"{client_id}-{suffix}"
+        member_id = f"{prefix}-{suffix}"
         if len(member_id.encode("utf-8")) > 32767:
             member_id = suffix
         return member_id
@@ -734,6 +742,16 @@ class GroupCoordinator:
                 if member is not None:
                     self._timers.cancel(member.timer_key)
                     self._emit_removed(group, member, RemovalReason.GROUP_MAX_SIZE, None, now)
+                else:
+                    self._timers.cancel(("heartbeat", group.group_id, req.member_id))
+                    self._emit(
+                        PendingMemberRemoved(
+                            group_id=group.group_id,
+                            at_ms=now,
+                            member_id=req.member_id,
+                            reason="group_max_size",
+                        )
+                    )
             reply = _join_error("", Errors.GROUP_MAX_SIZE_REACHED)
         elif is_unknown_member:
             reply = self._do_new_member_join(group, req, now)
@@ -777,7 +795,8 @@ class GroupCoordinator:
         protocols = self._protocols(req)
         if not group.supports_protocols(req.protocol_type, [n for n, _ in protocols]):
             return _join_error("", Errors.INCONSISTENT_GROUP_PROTOCOL)
-        new_member_id = self._new_member_id(group.group_id, req.client_id, now)
+        prefix = req.client_id if req.group_instance_id is None else req.group_instance_id
+        new_member_id = self._new_member_id(group.group_id, prefix, now)
         if req.group_instance_id is not None:
             old_member_id = group.static_members.get(req.group_instance_id)
             if old_member_id is not None:
@@ -1043,14 +1062,12 @@ class GroupCoordinator:
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
         reply = self._park_join(group, member)
-        self._emit(
-            StaticMemberReplaced(
-                group_id=group.group_id,
-                at_ms=now,
-                group_instance_id=instance_id,
-                old_member_id=old_id,
-                new_member_id=new_id,
-            )
+        replaced = StaticMemberReplaced(
+            group_id=group.group_id,
+            at_ms=now,
+            group_instance_id=instance_id,
+            old_member_id=old_id,
+            new_member_id=new_id,
         )
         reason = (
             f"Updating metadata for static member {new_id} with instance id {instance_id}"
@@ -1060,6 +1077,7 @@ class GroupCoordinator:
             if group.protocol_name == group.select_protocol():
                 assignment = {m.member_id: m.assignment for m in group.members.values()}
                 if self._store_group(group, assignment, now):
+                    self._emit(replaced)
                     is_leader = group.is_leader(new_id)
                     response = JoinGroupResponse(
                         error_code=NONE,
@@ -1088,6 +1106,7 @@ class GroupCoordinator:
                 group.set_join_reply(member, None)
                 self._complete(reply, response)
             else:
+                self._emit(replaced)
                 self._maybe_prepare_rebalance(
                     group,
                     now,
@@ -1097,7 +1116,10 @@ class GroupCoordinator:
         elif group.state is CompletingRebalance:
             # The leader may already be assigning to the old id: rebalance so the new id gets
             # an assignment.
+            self._emit(replaced)
             self._prepare_rebalance(group, now, reason)
+        else:
+            self._emit(replaced)
         return reply
 
     # ---------------------------------------------------------------- SyncGroup
@@ -1347,9 +1369,13 @@ class GroupCoordinator:
         )
 
     def _validate_offset_commit(self, group: ClassicGroup, req: OffsetCommitRequest) -> None:
-        """Kafka's `validateOffsetCommit`."""
+        """Kafka's `validateOffsetCommit` (3.3+, KAFKA-14201): a commit with generation −1 into
+        an Empty group is not checked against members, whatever member or instance id it
+        carries (the admin client and manual-assignment consumers send them)."""
         if group.state is Dead:
             raise CoordinatorNotAvailableError(group.group_id)
+        if req.generation_id < 0 and group.state is Empty:
+            return
         if req.generation_id >= 0 or req.member_id != "" or req.group_instance_id is not None:
             self._validate_current_member(group, req.member_id, req.group_instance_id)
             if req.generation_id != group.generation_id:
@@ -1474,11 +1500,14 @@ class GroupCoordinator:
         group = self._groups.get(req.group_id)
         if group is None:
             return Reply.of(OffsetDeleteResponse(error_code=Errors.GROUP_ID_NOT_FOUND))
-        state = group.state
-        if state is Empty:
-            subscribed: frozenset[str] = frozenset()
+        if group.state is Empty:
+            subscribed: set[str] = set()
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
-            subscribed = group.subscribed_topics or frozenset()
+            # Unknown subscriptions (unparsable metadata, or no generation yet) protect every
+            # topic, as Kafka's `isSubscribedToTopic` does.
+            subscribed = {
+                tp.topic for tp in req.partitions if group.is_subscribed_to_topic(tp.topic)
+            }
         else:
             return Reply.of(OffsetDeleteResponse(error_code=Errors.NON_EMPTY_GROUP))
         eligible = [(tp.topic, tp.partition) for tp in req.partitions if tp.topic not in subscribed]
@@ -1697,7 +1726,9 @@ class GroupCoordinator:
 
     def _replay(self, now: int) -> None:
         """Rebuild durable state from the log (Kafka's `loadGroupsAndOffsets` +
-        `onGroupLoaded`), through the same apply path as live records; then re-arm timers."""
+        `onGroupLoaded`), through the same apply path as live records; then re-arm timers.
+        Records of unknown types are skipped, as Kafka's loader skips an `UnknownKey`; any
+        other undecodable record raises `ReplayError`."""
         for position, (key, value) in enumerate(self.log.read()):
             kind = "key"
             try:
@@ -1717,8 +1748,17 @@ class GroupCoordinator:
                         self._load_group(group_id, metadata, now)
                     case _:  # pragma: no cover - decode_key returns only the two kinds
                         raise ReplayError(position, kind, f"unexpected key {record_key!r}")
+            except UnknownRecordTypeError:
+                # Kafka's loader skips keys it does not know (KIP-848 records, or a left-over
+                # of an aborted upgrade) with a warning; so does this one.
+                continue
             except CorruptRecordError as exc:
                 raise ReplayError(position, kind if kind != "key" else exc.kind, str(exc)) from exc
+        # A group known only through offsets that were all tombstoned is gone (Kafka loads a
+        # metadata-less group only when offsets of it remain).
+        for group_id, group in list(self._groups.items()):
+            if not group.offsets and group.generation_id == 0 and group.protocol_type is None:
+                del self._groups[group_id]
         for group_id in sorted(self._groups):
             group = self._groups[group_id]
             for member in group.members.values():

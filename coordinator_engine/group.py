@@ -260,7 +260,9 @@ class ClassicGroup:
         return frozenset(topics)
 
     def is_subscribed_to_topic(self, topic: str) -> bool:
-        return self.subscribed_topics is not None and topic in self.subscribed_topics
+        """Kafka's `isSubscribedToTopic`: while the subscriptions are unknown (None) every topic
+        counts as subscribed, to be safe."""
+        return self.subscribed_topics is None or topic in self.subscribed_topics
 
     # -- views ------------------------------------------------------------------------------
 

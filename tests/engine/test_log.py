@@ -1,0 +1,400 @@
+"""The durable record log: MemoryLog and SqliteLog."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from coordinator_engine.log import LogAppendError, MemoryLog, RecordLog, SqliteLog, compacted
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+Entry = tuple[bytes, bytes | None]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "log.sqlite3"
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def make_log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
+    """A factory of empty logs of either kind (SqliteLogs are closed afterwards)."""
+    opened: list[SqliteLog] = []
+
+    def make() -> MemoryLog | SqliteLog:
+        if request.param == "memory":
+            return MemoryLog()
+        log = SqliteLog(tmp_path / f"log-{len(opened)}.sqlite3")
+        opened.append(log)
+        return log
+
+    yield make
+    for log in opened:
+        log.close()
+
+
+def replayed(entries: list[Entry]) -> dict[bytes, bytes]:
+    """The state a replay builds: the latest value per key, a tombstone deletes."""
+    state: dict[bytes, bytes] = {}
+    for key, value in entries:
+        if value is None:
+            state.pop(key, None)
+        else:
+            state[key] = value
+    return state
+
+
+# ---------------------------------------------------------------------------------------------
+# Both logs
+
+
+def test_both_logs_satisfy_the_record_log_protocol(make_log: Callable[[], Any]) -> None:
+    log: RecordLog = make_log()
+    log.append([(b"k", b"v")])
+    assert list(log.read()) == [(b"k", b"v")]
+
+
+def test_reads_return_entries_in_append_order(make_log: Callable[[], Any]) -> None:
+    log = make_log()
+    log.append([(b"a", b"1"), (b"b", b"2")])
+    log.append([(b"a", None)])
+    log.append([])
+    log.append([(b"c", b""), (b"a", b"3")])
+    assert list(log.read()) == [
+        (b"a", b"1"),
+        (b"b", b"2"),
+        (b"a", None),
+        (b"c", b""),
+        (b"a", b"3"),
+    ]
+
+
+def test_empty_value_and_tombstone_stay_distinct(make_log: Callable[[], Any]) -> None:
+    log = make_log()
+    log.append([(b"", b""), (b"k", None)])
+    assert [(k, v) for k, v in log.read()] == [(b"", b""), (b"k", None)]
+    assert [type(v) for _, v in log.read()] == [bytes, type(None)]
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ([("k", b"v")], r"entries\[0\]: key must be bytes, got str"),
+        ([(b"k", "v")], r"entries\[0\]: value must be bytes or None \(tombstone\), got str"),
+        ([(b"k", b"v"), (None, b"v")], r"entries\[1\]: key must be bytes, got NoneType"),
+        ([(bytearray(b"k"), b"v")], r"key must be bytes, got bytearray"),
+        ([(b"k", memoryview(b"v"))], r"value must be bytes or None \(tombstone\), got memoryview"),
+        ([[b"k", b"v"]], r"entries\[0\] must be a \(key, value\) tuple, got list"),
+        (
+            [(b"k", b"v", b"x")],
+            r"entries\[0\] must be a \(key, value\) tuple, got tuple of length 3",
+        ),
+        ([b"kv"], r"entries\[0\] must be a \(key, value\) tuple, got bytes"),
+        (b"kv", r"entries must be a sequence of \(key, value\) tuples, got bytes"),
+        (None, r"entries must be a sequence of \(key, value\) tuples, got NoneType"),
+    ],
+)
+def test_append_rejects_malformed_entries_and_stores_nothing(
+    make_log: Callable[[], Any], entries: Any, message: str
+) -> None:
+    log = make_log()
+    log.append([(b"before", b"1")])
+    with pytest.raises(TypeError, match=message):
+        log.append(entries)
+    assert list(log.read()) == [(b"before", b"1")]
+
+
+def test_append_accepts_any_iterable_of_pairs(make_log: Callable[[], Any]) -> None:
+    log = make_log()
+    log.append(tuple((bytes([i]), b"v") for i in range(3)))
+    log.append(iter([(b"x", None)]))
+    assert list(log.read()) == [(b"\x00", b"v"), (b"\x01", b"v"), (b"\x02", b"v"), (b"x", None)]
+
+
+def test_compaction_keeps_the_latest_entry_per_key_and_drops_finished_tombstones(
+    make_log: Callable[[], Any],
+) -> None:
+    log = make_log()
+    log.append(
+        [
+            (b"a", b"1"),
+            (b"b", b"1"),
+            (b"a", b"2"),
+            (b"c", b"1"),
+            (b"b", None),  # deletes b: b's older entry goes, and so does the tombstone
+            (b"d", None),  # a tombstone with nothing to delete
+            (b"c", b"2"),
+            (b"e", None),
+            (b"e", b"1"),  # re-created after its tombstone
+            (b"a", b"3"),
+        ]
+    )
+    assert log.compact() == 7
+    assert list(log.read()) == [(b"c", b"2"), (b"e", b"1"), (b"a", b"3")]
+    assert log.compact() == 0
+    log.append([(b"c", None), (b"f", b"1")])
+    assert list(log.read()) == [
+        (b"c", b"2"),
+        (b"e", b"1"),
+        (b"a", b"3"),
+        (b"c", None),
+        (b"f", b"1"),
+    ]
+    assert log.compact() == 2
+    assert list(log.read()) == [(b"e", b"1"), (b"a", b"3"), (b"f", b"1")]
+
+
+def test_compacting_an_empty_log_drops_nothing(make_log: Callable[[], Any]) -> None:
+    log = make_log()
+    assert log.compact() == 0
+    assert list(log.read()) == []
+
+
+entry_lists = st.lists(
+    st.tuples(st.sampled_from([b"a", b"b", b"c", b"d"]), st.none() | st.binary(max_size=2)),
+    max_size=30,
+)
+
+
+@given(entries=entry_lists)
+def test_replaying_a_compacted_log_gives_the_same_state(entries: list[Entry]) -> None:
+    survivors = compacted(entries)
+    assert replayed(survivors) == replayed(entries)
+    assert all(value is not None for _, value in survivors)
+    assert len({key for key, _ in survivors}) == len(survivors)
+    # Survivors keep their relative order.
+    positions = [max(i for i, e in enumerate(entries) if e == s) for s in survivors]
+    assert positions == sorted(positions)
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=entry_lists)
+def test_sqlite_compaction_agrees_with_memory_compaction(
+    tmp_path: Path, entries: list[Entry]
+) -> None:
+    memory = MemoryLog()
+    memory.append(entries)
+    memory.compact()
+    path = tmp_path / "compact.sqlite3"
+    path.unlink(missing_ok=True)
+    with SqliteLog(path) as log:
+        log.append(entries)
+        log.compact()
+        assert list(log.read()) == memory.entries == compacted(entries)
+
+
+# ---------------------------------------------------------------------------------------------
+# MemoryLog
+
+
+def test_memory_log_entries_lists_the_appended_pairs() -> None:
+    log = MemoryLog()
+    assert log.entries == []
+    log.append([(b"k", b"v"), (b"k", None)])
+    assert log.entries == [(b"k", b"v"), (b"k", None)]
+
+
+def test_memory_log_read_is_a_snapshot() -> None:
+    log = MemoryLog([(b"a", b"1")])
+    reader = iter(log.read())
+    log.append([(b"b", b"2")])
+    assert list(reader) == [(b"a", b"1")]
+
+
+# ---------------------------------------------------------------------------------------------
+# SqliteLog
+
+
+def test_sqlite_log_creates_one_table_in_wal_mode(db_path: Path) -> None:
+    with SqliteLog(db_path) as log:
+        log.append([(b"k", b"v")])
+        assert log.synchronous == "NORMAL"
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        columns = [
+            (name, kind, notnull, pk)
+            for _, name, kind, notnull, _, pk in conn.execute("PRAGMA table_info(records)")
+        ]
+        assert columns == [
+            ("offset", "INTEGER", 0, 1),
+            ("key", "BLOB", 1, 0),
+            ("value", "BLOB", 0, 0),
+        ]
+        assert conn.execute('SELECT "offset", key, value FROM records').fetchall() == [
+            (1, b"k", b"v")
+        ]
+    finally:
+        conn.close()
+
+
+def test_sqlite_log_reopened_after_close_reads_everything_back(db_path: Path) -> None:
+    entries = [
+        (f"key-{i % 7}".encode(), None if i % 5 == 0 else f"v{i}".encode()) for i in range(10_000)
+    ]
+    log = SqliteLog(db_path)
+    log.append(entries[:1])
+    log.append(entries[1:9_000])  # one big transaction
+    for entry in entries[9_000:]:
+        log.append([entry])
+    log.close()
+    log.close()  # idempotent
+    with SqliteLog(db_path, synchronous="FULL") as reopened:
+        assert reopened.synchronous == "FULL"
+        assert list(reopened.read()) == entries  # across several read pages
+        reopened.append([(b"more", b"1")])
+    with SqliteLog(db_path) as again:
+        assert list(again.read()) == [*entries, (b"more", b"1")]
+
+
+def test_sqlite_log_accepts_str_paths_and_lowercase_synchronous(db_path: Path) -> None:
+    with SqliteLog(str(db_path), synchronous="full") as log:
+        assert log.synchronous == "FULL"
+        assert log.path == str(db_path)
+
+
+@pytest.mark.parametrize("synchronous", ["OFF", "EXTRA", "", 2])
+def test_sqlite_log_rejects_other_synchronous_modes(db_path: Path, synchronous: Any) -> None:
+    with pytest.raises(ValueError, match="synchronous must be 'NORMAL' or 'FULL'"):
+        SqliteLog(db_path, synchronous=synchronous)
+
+
+def test_sqlite_log_refuses_an_in_memory_database() -> None:
+    with pytest.raises(ValueError, match="WAL"):
+        SqliteLog(":memory:")
+
+
+def install_failing_trigger(db_path: Path, bad_key: bytes) -> None:
+    conn = sqlite3.connect(db_path)
+    try:
+        conn.execute(
+            "CREATE TRIGGER fail_on_bad_key BEFORE INSERT ON records "
+            f"WHEN NEW.key = x'{bad_key.hex()}' BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+        )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_sqlite_append_is_all_or_nothing(db_path: Path) -> None:
+    with SqliteLog(db_path) as log:
+        log.append([(b"before", b"1")])
+        install_failing_trigger(db_path, b"bad")
+        with pytest.raises(LogAppendError, match="append of 3 entries failed") as info:
+            log.append([(b"a", b"1"), (b"b", None), (b"bad", b"x")])
+        assert isinstance(info.value.__cause__, sqlite3.Error)
+        assert "injected failure" in str(info.value)
+        with pytest.raises(LogAppendError, match="append of 1 entries failed"):
+            log.append([(b"bad", None)])
+        # Nothing of the failed batches was stored, and the log still works.
+        log.append([(b"after", b"2"), (b"after", b"3")])
+        assert list(log.read()) == [(b"before", b"1"), (b"after", b"2"), (b"after", b"3")]
+    with SqliteLog(db_path) as reopened:
+        assert list(reopened.read()) == [(b"before", b"1"), (b"after", b"2"), (b"after", b"3")]
+
+
+def test_sqlite_append_after_close_raises_log_append_error(db_path: Path) -> None:
+    log = SqliteLog(db_path)
+    log.close()
+    with pytest.raises(LogAppendError) as info:
+        log.append([(b"k", b"v")])
+    assert isinstance(info.value.__cause__, sqlite3.Error)
+
+
+def test_sqlite_log_in_a_missing_directory_fails_to_open(tmp_path: Path) -> None:
+    with pytest.raises(sqlite3.OperationalError):
+        SqliteLog(tmp_path / "missing" / "log.sqlite3")
+
+
+def test_sqlite_appends_after_compaction_come_after_the_survivors(db_path: Path) -> None:
+    with SqliteLog(db_path) as log:
+        log.append([(b"a", b"1"), (b"b", b"1"), (b"b", None)])
+        log.compact()
+        log.append([(b"c", b"1")])
+    with SqliteLog(db_path) as reopened:
+        assert list(reopened.read()) == [(b"a", b"1"), (b"c", b"1")]
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from coordinator_engine.log import SqliteLog
+
+    log = SqliteLog(sys.argv[1])
+    batch = 0
+    while True:
+        # Three entries per append: after the kill the log must hold whole batches only.
+        log.append([(f"{batch}-{j}".encode(), f"value-{batch}-{j}".encode()) for j in range(3)])
+        print(batch, flush=True)  # acknowledged: append returned
+        batch += 1
+    """
+)
+
+READER = textwrap.dedent(
+    """
+    import json, sys
+    from coordinator_engine.log import SqliteLog
+
+    with SqliteLog(sys.argv[1]) as log:
+        print(json.dumps([[k.decode(), v.decode()] for k, v in log.read()]))
+    """
+)
+
+
+def run_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+
+
+def test_acknowledged_appends_survive_sigkill(db_path: Path) -> None:
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=run_env(),
+    )
+    assert writer.stdout is not None
+    acknowledged = []
+    try:
+        for line in writer.stdout:
+            acknowledged.append(int(line))
+            if len(acknowledged) == 300:
+                break
+        writer.send_signal(signal.SIGKILL)
+        acknowledged += [int(line) for line in writer.stdout]  # printed before the kill landed
+    finally:
+        writer.kill()
+        writer.wait(timeout=10)
+    assert writer.returncode == -signal.SIGKILL
+    assert acknowledged == list(range(len(acknowledged)))
+    assert len(acknowledged) >= 300
+
+    reader = subprocess.run(
+        [sys.executable, "-c", READER, str(db_path)],
+        capture_output=True,
+        text=True,
+        env=run_env(),
+        timeout=60,
+        check=True,
+    )
+    stored = [tuple(pair) for pair in json.loads(reader.stdout)]
+    batches = len(stored) // 3
+    assert len(stored) == 3 * batches, "a batch was torn by the kill"
+    assert batches >= len(acknowledged)  # every acknowledged append is there (maybe one more)
+    assert batches <= len(acknowledged) + 1
+    assert stored == [(f"{b}-{j}", f"value-{b}-{j}") for b in range(batches) for j in range(3)]
