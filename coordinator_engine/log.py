@@ -162,6 +162,10 @@ class SqliteLog:
             raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         self.path = os.fspath(path)
         self.synchronous: str = mode
+        # A log under a fresh directory (var/ on a new machine) just works.
+        parent = os.path.dirname(self.path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
         # isolation_level=None: no implicit transactions; append manages its own.
         self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:

@@ -314,9 +314,17 @@ def test_sqlite_append_after_close_raises_log_append_error(db_path: Path) -> Non
     assert isinstance(info.value.__cause__, sqlite3.Error)
 
 
-def test_sqlite_log_in_a_missing_directory_fails_to_open(tmp_path: Path) -> None:
-    with pytest.raises(sqlite3.OperationalError):
-        SqliteLog(tmp_path / "missing" / "log.sqlite3")
+def test_sqlite_log_in_a_missing_directory_creates_it(tmp_path: Path) -> None:
+    log = SqliteLog(tmp_path / "var" / "new" / "log.sqlite3")
+    log.append([(b"k", b"v")])
+    log.close()
+    assert list(SqliteLog(tmp_path / "var" / "new" / "log.sqlite3").read()) == [(b"k", b"v")]
+
+
+def test_sqlite_log_under_a_file_fails_to_open(tmp_path: Path) -> None:
+    (tmp_path / "plain-file").write_bytes(b"")
+    with pytest.raises(OSError):
+        SqliteLog(tmp_path / "plain-file" / "log.sqlite3")
 
 
 def test_sqlite_appends_after_compaction_come_after_the_survivors(db_path: Path) -> None:
