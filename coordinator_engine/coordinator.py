@@ -235,14 +235,12 @@ class GroupCoordinator:
             raise TypeError(f"not a coordinator request: {type(request).__name__}")
         if type(now_ms) is not int:
             raise TypeError(f"now_ms must be an int, got {type(now_ms).__name__}")
-        deadline = self._timers.next_deadline()
-        if deadline is not None and deadline <= now_ms:
+        if self._timers.may_be_due(now_ms):
             self._fire_due(now_ms)
         reply = handler(request, now_ms)
         # A handler may arm a timer that is already due (a rebalance timeout of 0 once the
         # last member left): fire it now, so that no due timer outlives the call.
-        deadline = self._timers.next_deadline()
-        if deadline is not None and deadline <= now_ms:
+        if self._timers.may_be_due(now_ms):
             self._fire_due(now_ms)
         if self._completions or self._events:
             self._drain()

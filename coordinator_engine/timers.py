@@ -63,6 +63,12 @@ class TimerQueue(Generic[K]):
                 heapq.heappop(heap)
         return None
 
+    def may_be_due(self, now_ms: int) -> bool:
+        """A cheap check: False means no timer is due at `now_ms`. (Every armed key has a heap
+        entry at or before its deadline, so the heap's top is a lower bound.)"""
+        heap = self._heap
+        return bool(heap) and heap[0][0] <= now_ms
+
     def next_deadline(self) -> int | None:
         top = self._settle_top()
         return None if top is None else top[0]
