@@ -1060,13 +1060,10 @@ class GroupCoordinator:
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
         reply = self._park_join(group, member)
-        replaced = StaticMemberReplaced(
-            group_id=group.group_id,
-            at_ms=now,
-            group_instance_id=instance_id,
-            old_member_id=old_id,
-            new_member_id=new_id,
-        )
+
+        def replaced() -> None:
+            self._emit_static_replacement(group, member, old_id, req, now)
+
         reason = (
             f"Updating metadata for static member {new_id} with instance id {instance_id}"
             f"; client reason: {req.reason or 'not provided'}"
@@ -1075,7 +1072,7 @@ class GroupCoordinator:
             if group.protocol_name == group.select_protocol():
                 assignment = {m.member_id: m.assignment for m in group.members.values()}
                 if self._store_group(group, assignment, now):
-                    self._emit(replaced)
+                    replaced()
                     is_leader = group.is_leader(new_id)
                     response = JoinGroupResponse(
                         error_code=NONE,
@@ -1104,7 +1101,7 @@ class GroupCoordinator:
                 group.set_join_reply(member, None)
                 self._complete(reply, response)
             else:
-                self._emit(replaced)
+                replaced()
                 self._maybe_prepare_rebalance(
                     group,
                     now,
@@ -1114,11 +1111,39 @@ class GroupCoordinator:
         elif group.state is CompletingRebalance:
             # The leader may already be assigning to the old id: rebalance so the new id gets
             # an assignment.
-            self._emit(replaced)
+            replaced()
             self._prepare_rebalance(group, now, reason)
         else:
-            self._emit(replaced)
+            replaced()
         return reply
+
+    def _emit_static_replacement(
+        self, group: ClassicGroup, member: Member, old_id: str, req: JoinGroupRequest, now: int
+    ) -> None:
+        """A replacement took effect: the ids are linked, the old one is fenced (removed) and
+        the new one joined, so a history keyed by member id stays whole."""
+        instance_id = member.group_instance_id
+        assert instance_id is not None
+        self._emit(
+            StaticMemberReplaced(
+                group_id=group.group_id,
+                at_ms=now,
+                group_instance_id=instance_id,
+                old_member_id=old_id,
+                new_member_id=member.member_id,
+            )
+        )
+        self._emit(
+            MemberRemoved(
+                group_id=group.group_id,
+                at_ms=now,
+                member_id=old_id,
+                group_instance_id=instance_id,
+                reason=RemovalReason.FENCED.value,
+                detail=f"static member {instance_id} rejoined as {member.member_id}",
+            )
+        )
+        self._emit_joined(group, member, req, rejoined=False, now=now)
 
     # ---------------------------------------------------------------- SyncGroup
 

@@ -152,7 +152,8 @@ class OffsetsRemoved(GroupEvent):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GroupRemoved(GroupEvent):
-    """The group is gone: reason "deleted" (DeleteGroups) or "expired" (Empty, no offsets)."""
+    """The group is gone: reason "deleted" (DeleteGroups), "expired" (cleanup found it Empty
+    with no offsets) or "offsets_deleted" (OffsetDelete removed an Empty group's last offsets)."""
 
     type: ClassVar[str] = "GroupRemoved"
     reason: str
