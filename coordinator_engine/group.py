@@ -97,11 +97,8 @@ class Member:
 
     def view(self, protocol_name: str | None) -> MemberView:
         metadata = b""
-        if protocol_name is not None:
-            for name, data in self.protocols:
-                if name == protocol_name:
-                    metadata = data
-                    break
+        if protocol_name is not None and protocol_name in self.protocol_names():
+            metadata = self.metadata(protocol_name)
         return MemberView(
             member_id=self.member_id,
             group_instance_id=self.group_instance_id,
