@@ -77,6 +77,13 @@ def member_info_key(member_id: str, group_instance_id: str | None) -> tuple[int,
     return (1, b"", java_string_key(member_id))
 
 
+def members_in_kafka_order(subscriptions: Mapping[str, Subscription]) -> list[str]:
+    """Member ids sorted in Kafka's ``MemberInfo`` order (see :func:`member_info_key`)."""
+    return sorted(
+        subscriptions, key=lambda m: member_info_key(m, subscriptions[m].group_instance_id)
+    )
+
+
 def subscribed_partition_counts(
     partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
 ) -> dict[str, int]:

@@ -42,7 +42,7 @@ from typing import ClassVar
 from coordinator_engine.assignors._common import (
     GroupAssignment,
     Subscription,
-    member_info_key,
+    members_in_kafka_order,
     subscribed_partition_counts,
 )
 
@@ -56,10 +56,7 @@ class RangeAssignor:
         self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
     ) -> GroupAssignment:
         assignment: GroupAssignment = {member_id: [] for member_id in subscriptions}
-        members = sorted(
-            subscriptions,
-            key=lambda m: member_info_key(m, subscriptions[m].group_instance_id),
-        )
+        members = members_in_kafka_order(subscriptions)
         topic_sets = {m: frozenset(subscriptions[m].topics) for m in members}
         for topic, count in subscribed_partition_counts(
             partitions_per_topic, subscriptions
