@@ -1,0 +1,128 @@
+"""docs/protocol.md matches the code: its field tables are the dataclasses', its worked session
+is what a live server answers, its feed example is what the server publishes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from channels.layers import get_channel_layer
+
+import coordinator_engine
+from coordinator_engine import cluster
+from webapp.protocol import APIS, to_json
+from webapp.runtime import CoordinatorRuntime
+
+from .helpers import Client
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+
+REQUEST_OBJECTS = ["Protocol", "Assignment", "MemberIdentity", "PartitionOffset", "TopicPartition"]
+RESPONSE_OBJECTS = [
+    "JoinGroupMember",
+    "LeaveMemberResult",
+    "PartitionResult",
+    "OffsetData",
+    "DescribedGroup",
+    "DescribedMember",
+    "ListedGroup",
+    "DeleteGroupResult",
+]
+
+
+def section(name: str) -> str:
+    return DOC.split(f"<!-- {name}:start -->")[1].split(f"<!-- {name}:end -->")[0].strip()
+
+
+def type_name(hint: Any) -> str:
+    names = {str: "string", int: "int", bool: "boolean", bytes: "base64"}
+    if hint in names:
+        return names[hint]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        (inner,) = [arg for arg in args if arg is not type(None)]
+        return f"{type_name(inner)} or null"
+    if origin is tuple:
+        return f"[{type_name(args[0])}]"
+    return str(hint.__name__)
+
+
+def fields_cell(cls: type, defaults: bool) -> str:
+    hints = typing.get_type_hints(cls)
+    parts = []
+    for field in dataclasses.fields(cls):
+        text = f"`{field.name}`: {type_name(hints[field.name])}"
+        if defaults and field.default is not dataclasses.MISSING:
+            text += f" = `{json.dumps(to_json(field.default))}`"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def table(header: str, rows: list[tuple[str, str]]) -> str:
+    lines = [f"| {header} |", "|---|---|"]
+    lines += [f"| {name} | {cell} |" for name, cell in rows]
+    return "\n".join(lines)
+
+
+def response_class(api: str) -> type:
+    found = getattr(coordinator_engine, f"{api}Response", None)
+    return found if found is not None else getattr(cluster, f"{api}Response")  # type: ignore[no-any-return]
+
+
+def test_the_request_table_lists_every_apis_fields_types_and_defaults() -> None:
+    rows = [(api, fields_cell(cls, defaults=True)) for api, cls in APIS.items()]
+    assert section("requests") == table("api | request fields", rows)
+
+
+def test_the_response_table_lists_every_apis_response_fields() -> None:
+    rows = [(api, fields_cell(response_class(api), defaults=False)) for api in APIS]
+    assert section("responses") == table("api | response fields", rows)
+
+
+def test_the_object_table_lists_every_nested_object() -> None:
+    rows = [
+        (name, fields_cell(getattr(coordinator_engine, name), True)) for name in REQUEST_OBJECTS
+    ]
+    rows += [
+        (name, fields_cell(getattr(coordinator_engine, name), False)) for name in RESPONSE_OBJECTS
+    ]
+    rows.append(("TopicMetadata", fields_cell(cluster.TopicMetadata, False)))
+    assert section("objects") == table("object | fields", rows)
+
+
+@pytest.mark.asyncio
+async def test_the_worked_session_is_what_the_server_answers(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    await runtime.create_topic("orders", 2)
+    layer = get_channel_layer()
+    assert layer is not None
+    feed = await layer.new_channel()
+    await layer.group_add("groups", feed)
+
+    block = section("session").removeprefix("```text").removesuffix("```").strip()
+    lines = block.splitlines()
+    assert len(lines) == 20
+    for line in lines:
+        direction, text = line.split(" ", 1)
+        if direction == "→":
+            await ws.send_raw(text=text)
+        else:
+            assert direction == "←"
+            assert await ws.recv() == json.loads(text)
+
+    # The feed example is the event the session published with that sequence number.
+    example = json.loads(DOC.split("## The event feed")[1].split("```json")[1].split("```")[0])
+    assert runtime.publisher is not None
+    await runtime.publisher.drain()
+    while True:
+        message = await layer.receive(feed)
+        if message["event"]["seq"] == example["event"]["seq"]:
+            break
+    assert message == example, json.dumps(message)

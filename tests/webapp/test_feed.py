@@ -1,0 +1,64 @@
+"""The event feed's names and messages (webapp.feed)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from coordinator_engine.events import EVENT_SCHEMAS, StateChanged, event_from_json
+from webapp.feed import (
+    EVENT_MESSAGE_SCHEMA,
+    SequencedEvent,
+    group_channel_group,
+)
+
+CHANNELS_GROUP_NAME = re.compile(r"^[a-zA-Z\d\-_.]{1,99}$")
+
+
+def test_plain_group_ids_stay_readable() -> None:
+    assert group_channel_group("orders-v2") == "group.orders-v2"
+    assert group_channel_group("a.b_c") == "group.a_2eb_5fc"
+    assert group_channel_group("é") == "group._c3_a9"
+
+
+def test_a_long_group_id_maps_to_its_hash() -> None:
+    name = group_channel_group("x" * 200)
+    assert re.fullmatch(r"group\.h\.[0-9a-f]{64}", name)
+
+
+@given(st.text(max_size=120))
+def test_every_group_id_gets_a_valid_channels_group_name(group_id: str) -> None:
+    assert CHANNELS_GROUP_NAME.match(group_channel_group(group_id))
+
+
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_different_group_ids_get_different_channels_groups(a: str, b: str) -> None:
+    if a != b:
+        assert group_channel_group(a) != group_channel_group(b)
+
+
+def test_the_published_message_round_trips_through_json() -> None:
+    event = StateChanged(
+        group_id="orders", at_ms=5, from_state="Empty", to_state="PreparingRebalance", reason="r"
+    )
+    message = json.loads(json.dumps(SequencedEvent(7, event).message()))
+    assert message == {
+        "type": "group.event",
+        "event": {
+            "seq": 7,
+            "type": "StateChanged",
+            "group_id": "orders",
+            "at_ms": 5,
+            "from_state": "Empty",
+            "to_state": "PreparingRebalance",
+            "reason": "r",
+        },
+    }
+    assert set(message) == set(EVENT_MESSAGE_SCHEMA["required"])
+    body = dict(message["event"])
+    assert body.pop("seq") == 7
+    assert set(body) == set(EVENT_SCHEMAS["StateChanged"]["properties"])
+    assert event_from_json(body) == event

@@ -1,0 +1,99 @@
+"""The topic registry (webapp.topics): partition counts and lazily growing log-end offsets."""
+
+from __future__ import annotations
+
+import pytest
+
+from webapp.topics import (
+    InvalidTopicError,
+    TopicExistsError,
+    TopicRegistry,
+    UnknownTopicError,
+)
+
+T0 = 1_000_000
+
+
+def test_log_end_offsets_grow_at_the_produce_rate_from_creation() -> None:
+    topics = TopicRegistry()
+    spec = topics.create("orders", 2, produce_rate_per_s=10, now_ms=T0)
+    assert spec.partitions == 2
+    assert spec.log_end_offsets(T0) == [0, 0]
+    assert spec.log_end_offsets(T0 + 1_050) == [10, 10]
+    assert topics.log_end_offset("orders", 1, T0 + 60_000) == 600
+
+
+def test_a_topic_without_a_rate_stays_empty_and_time_before_creation_counts_as_none() -> None:
+    topics = TopicRegistry()
+    topics.create("quiet", 1, now_ms=T0)
+    assert topics.log_end_offset("quiet", 0, T0 + 10**9) == 0
+    topics.create("busy", 1, produce_rate_per_s=5, now_ms=T0)
+    assert topics.log_end_offset("busy", 0, T0 - 5_000) == 0
+
+
+def test_added_partitions_start_empty_and_old_ones_keep_their_offsets() -> None:
+    topics = TopicRegistry()
+    topics.create("orders", 1, produce_rate_per_s=2, now_ms=T0)
+    spec = topics.set_partitions("orders", 3, now_ms=T0 + 10_000)
+    assert spec.log_end_offsets(T0 + 10_000) == [20, 0, 0]
+    assert spec.log_end_offsets(T0 + 15_000) == [30, 10, 10]
+
+
+def test_partitions_can_be_added_but_never_removed() -> None:
+    topics = TopicRegistry()
+    topics.create("orders", 3, now_ms=T0)
+    with pytest.raises(
+        InvalidTopicError,
+        match="has 3 partitions, which is more than the "
+        "requested 2: partitions can be added, never removed",
+    ):
+        topics.set_partitions("orders", 2, now_ms=T0)
+    assert topics.get("orders").partitions == 3  # type: ignore[union-attr]
+
+
+def test_changing_the_rate_keeps_what_was_produced() -> None:
+    topics = TopicRegistry()
+    topics.create("orders", 1, produce_rate_per_s=10, now_ms=T0)
+    spec = topics.set_produce_rate("orders", 1, now_ms=T0 + 5_000)
+    assert spec.log_end_offset(0, T0 + 5_000) == 50
+    assert spec.log_end_offset(0, T0 + 7_000) == 52
+
+
+def test_delete_get_all_and_unknown_topics() -> None:
+    topics = TopicRegistry()
+    topics.create("b", 1, now_ms=T0)
+    topics.create("a", 2, now_ms=T0)
+    assert [spec.name for spec in topics.all()] == ["a", "b"]
+    assert topics.delete("a").name == "a"
+    assert topics.get("a") is None
+    assert topics.log_end_offset("a", 0, T0) is None
+    assert topics.log_end_offset("b", 1, T0) is None  # no such partition
+    with pytest.raises(UnknownTopicError, match="no topic 'a'"):
+        topics.delete("a")
+    with pytest.raises(UnknownTopicError):
+        topics.set_partitions("a", 3, now_ms=T0)
+    with pytest.raises(TopicExistsError, match="topic 'b' already exists"):
+        topics.create("b", 1, now_ms=T0)
+
+
+@pytest.mark.parametrize(
+    ("name", "partitions", "rate", "message"),
+    [
+        ("", 1, 0, "topic name cannot be ''"),
+        ("..", 1, 0, "topic name cannot be '..'"),
+        ("a b", 1, 0, "topic name 'a b' is illegal"),
+        ("x" * 250, 1, 0, "topic name is longer than 249 characters"),
+        (7, 1, 0, "topic name must be a string, got int"),
+        ("t", 0, 0, r"partitions must lie in 1\.\.10000, got 0"),
+        ("t", True, 0, "partitions must be an integer, got bool"),
+        ("t", 1.0, 0, "partitions must be an integer, got float"),
+        ("t", 1, -1, "produce_rate_per_s must lie in 0..1e\\+09, got -1"),
+        ("t", 1, float("inf"), "produce_rate_per_s must lie in"),
+        ("t", 1, "5", "produce_rate_per_s must be a number, got str"),
+    ],
+)
+def test_bad_names_counts_and_rates_are_refused(
+    name: object, partitions: object, rate: object, message: str
+) -> None:
+    with pytest.raises(InvalidTopicError, match=message):
+        TopicRegistry().create(name, partitions, rate, now_ms=T0)  # type: ignore[arg-type]

@@ -1,0 +1,128 @@
+"""The websocket consumer protocol at ``/ws/consumer/`` (docs/protocol.md).
+
+A thin adapter: decode a frame (``webapp.protocol``), submit the request to the runtime, send
+the reply. Each request runs in its own task, so a JoinGroup parked for a rebalance never holds
+up a Heartbeat on the same socket; replies therefore go out in completion order, matched to
+their requests by ``id``.
+
+A malformed frame gets an error reply and the connection stays open, unless the client sends
+more than ``FLOOD_LIMIT`` malformed frames within ``FLOOD_WINDOW_S`` seconds: then the socket is
+closed with 1008 (policy violation). Closing the socket, or the socket dying, does nothing to the
+group: its members time out like a Kafka client that went away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from coordinator_engine import JoinGroupRequest
+
+from . import protocol
+from .runtime import CoordinatorRuntime, get_runtime
+
+logger = logging.getLogger(__name__)
+
+#: Close code when a client floods the socket with malformed frames (RFC 6455: policy violation).
+CLOSE_POLICY_VIOLATION = 1008
+#: Close code when the coordinator runtime cannot serve (RFC 6455: internal error).
+CLOSE_INTERNAL_ERROR = 1011
+
+
+class ConsumerProtocolConsumer(AsyncWebsocketConsumer):
+    # This socket talks to the runtime only: no channel layer (with Redis, every connection
+    # would otherwise hold a Redis receive loop for nothing).
+    channel_layer_alias = "__none__"
+
+    FLOOD_LIMIT = 200
+    FLOOD_WINDOW_S = 10.0
+
+    runtime: CoordinatorRuntime
+
+    async def connect(self) -> None:
+        try:
+            self.runtime = await get_runtime()
+        except Exception:
+            logger.exception("websocket consumer: the coordinator runtime is not available")
+            await self.close(code=CLOSE_INTERNAL_ERROR)
+            return
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._malformed: deque[float] = deque()
+        self._closing = False
+        await self.accept()
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels' dispatch closes stale database connections in a thread before every
+        # message; this consumer never touches the database, so skip that hop.
+        handler = getattr(self, message["type"].replace(".", "_"), None)
+        if handler is None:
+            raise ValueError(f"no handler for message type {message['type']}")
+        await handler(message)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self._closing:
+            return
+        data = text_data if text_data is not None else bytes_data
+        try:
+            frame = protocol.parse_frame(data if data is not None else b"")
+        except protocol.FrameError as error:
+            await self._send(protocol.error_frame(error.frame_id, error.code, error.message))
+            if self._flooded():
+                self._closing = True
+                logger.warning(
+                    "websocket consumer %s: more than %d malformed frames in %g s; closing",
+                    self.scope.get("client"),
+                    self.FLOOD_LIMIT,
+                    self.FLOOD_WINDOW_S,
+                )
+                await self.close(code=CLOSE_POLICY_VIOLATION)
+            return
+        task = asyncio.get_running_loop().create_task(self._serve(frame))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _flooded(self) -> bool:
+        now = time.monotonic()
+        window = self._malformed
+        window.append(now)
+        while window and window[0] < now - self.FLOOD_WINDOW_S:
+            window.popleft()
+        return len(window) > self.FLOOD_LIMIT
+
+    def _with_client_host(self, request: Any) -> Any:
+        """Kafka takes a member's client host from its connection (``/127.0.0.1``); so does
+        this socket, for a JoinGroup that does not say."""
+        if type(request) is JoinGroupRequest and not request.client_host:
+            client = self.scope.get("client")
+            if client:
+                return dataclasses.replace(request, client_host=f"/{client[0]}")
+        return request
+
+    async def _serve(self, frame: protocol.Frame) -> None:
+        try:
+            response = await self.runtime.submit(self._with_client_host(frame.request))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("websocket consumer: %s request %d failed", frame.api, frame.id)
+            reply = protocol.error_frame(
+                frame.id, protocol.INTERNAL_ERROR, "the coordinator failed on this request"
+            )
+        else:
+            reply = protocol.response_frame(frame.id, frame.api, response)
+        await self._send(reply)
+
+    async def _send(self, frame: dict[str, Any]) -> None:
+        await self.send(text_data=protocol.dumps(frame))
+
+    async def disconnect(self, code: int) -> None:
+        # The requests in flight stay handled (a parked JoinGroup keeps its place in the
+        # group, as in Kafka); only their replies have nowhere to go.
+        for task in getattr(self, "_tasks", ()):
+            task.cancel()

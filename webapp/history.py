@@ -1,0 +1,197 @@
+"""Where engine events go after the runtime numbered them: the history table and the
+Channels groups.
+
+Both run off the engine's path. The engine calls the runtime's listener synchronously on the
+event loop; the listener only appends to two in-memory queues:
+
+* :class:`HistoryWriter` stores the events as ``GroupEvent`` rows in batches (every
+  ``interval_s`` or as soon as ``batch_size`` are waiting) through ``sync_to_async``, so the
+  loop never waits for the database. A failed write is retried on the next batch; if the
+  database stays down, the oldest events beyond ``max_pending`` are dropped (logged) rather
+  than growing without bound. The history is a record of what happened, not the coordinator's
+  state (that is the record log), so at worst a crash loses the last ``interval_s`` of it.
+* :class:`Publisher` sends each event to the group's Channels group and to the global one, in
+  order, from one task. A full queue (a channel layer that cannot keep up) drops events; the
+  subscribers see the gap in ``seq`` and take a new snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from .feed import ALL_GROUPS_CHANNEL_GROUP, SequencedEvent, group_channel_group
+from .models import GroupEvent
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["HistoryWriter", "Publisher", "events_after", "max_stored_seq"]
+
+_ENVELOPE = ("type", "group_id", "at_ms")
+
+
+def _row(item: SequencedEvent) -> GroupEvent:
+    data = item.event.to_json()
+    return GroupEvent(
+        seq=item.seq,
+        group_id=item.event.group_id,
+        type=item.event.type,
+        at_ms=item.event.at_ms,
+        payload={key: value for key, value in data.items() if key not in _ENVELOPE},
+    )
+
+
+def _store(rows: list[GroupEvent]) -> None:
+    GroupEvent.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def max_stored_seq() -> int:
+    """The highest stored sequence number, 0 when the history is empty (sync: ORM)."""
+    last = GroupEvent.objects.order_by("-seq").values_list("seq", flat=True).first()
+    return last or 0
+
+
+def events_after(group_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+    """Up to ``limit`` stored events of ``group_id`` with ``seq > after``, in order (sync)."""
+    rows = GroupEvent.objects.filter(group_id=group_id, seq__gt=after).order_by("seq")[:limit]
+    return [row.to_json() for row in rows]
+
+
+class HistoryWriter:
+    def __init__(
+        self, *, interval_s: float = 0.1, batch_size: int = 500, max_pending: int = 100_000
+    ) -> None:
+        self.interval_s = interval_s
+        self.batch_size = batch_size
+        self.max_pending = max_pending
+        self._pending: deque[SequencedEvent] = deque()
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self.dropped = 0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="history-writer")
+
+    def add(self, item: SequencedEvent) -> None:
+        self._pending.append(item)
+        if len(self._pending) > self.max_pending:
+            self._pending.popleft()
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 10_000 == 0:
+                logger.error(
+                    "event history: the database is not keeping up; %d events dropped so far",
+                    self.dropped,
+                )
+        if len(self._pending) >= self.batch_size:
+            self._wake.set()
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    async def flush(self) -> None:
+        """Store every event added so far (one batch after another)."""
+        async with self._lock:
+            while self._pending:
+                batch = [
+                    self._pending.popleft() for _ in range(min(self.batch_size, len(self._pending)))
+                ]
+                try:
+                    await sync_to_async(_store)([_row(item) for item in batch])
+                except Exception:
+                    # Put the batch back in front; the next flush retries it.
+                    self._pending.extendleft(reversed(batch))
+                    raise
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.interval_s)
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception:
+                logger.exception(
+                    "event history: storing %d events failed; retrying", len(self._pending)
+                )
+                await asyncio.sleep(self.interval_s)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        try:
+            await self.flush()
+        except Exception:
+            logger.exception("event history: %d events could not be stored", len(self._pending))
+
+
+class Publisher:
+    def __init__(self, channel_layer: Any, *, max_queue: int = 10_000) -> None:
+        self.channel_layer = channel_layer
+        self._queue: asyncio.Queue[SequencedEvent] = asyncio.Queue(maxsize=max_queue)
+        self._task: asyncio.Task[None] | None = None
+        self._failing = False
+        self.dropped = 0
+
+    def start(self) -> None:
+        if self.channel_layer is not None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="publisher")
+
+    def add(self, item: SequencedEvent) -> None:
+        if self._task is None:
+            return
+        try:
+            self._queue.put_nowait(item)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 10_000 == 0:
+                logger.warning(
+                    "event feed: the channel layer is not keeping up; %d events dropped",
+                    self.dropped,
+                )
+
+    async def _run(self) -> None:
+        while True:
+            item = await self._queue.get()
+            try:
+                await self._publish(item)
+            finally:
+                self._queue.task_done()
+
+    async def _publish(self, item: SequencedEvent) -> None:
+        message = item.message()
+        try:
+            await self.channel_layer.group_send(group_channel_group(item.event.group_id), message)
+            await self.channel_layer.group_send(ALL_GROUPS_CHANNEL_GROUP, message)
+        except Exception:
+            if not self._failing:
+                logger.exception("event feed: publishing to the channel layer failed")
+            self._failing = True
+        else:
+            if self._failing:
+                logger.info("event feed: publishing works again")
+            self._failing = False
+
+    async def drain(self) -> None:
+        """Wait until every queued event was published."""
+        if self._task is not None:
+            await self._queue.join()
+
+    async def stop(self, timeout_s: float = 2.0) -> None:
+        if self._task is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._queue.join(), timeout_s)
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None

@@ -1,0 +1,122 @@
+"""``python manage.py serve [--host 0.0.0.0] [--port 8000]``: Daphne and the coordinator
+runtime on one event loop.
+
+Daphne runs no ASGI lifespan events, so this command starts the runtime itself, on the loop
+Daphne serves on, as soon as the reactor runs: the socket listens at once and ``/healthz``
+answers 503 "starting" while the log replays. SIGINT/SIGTERM stop Daphne, then the runtime
+(events flushed, log closed). With ``CHANNEL_LAYER=redis`` (the default) Redis must answer at
+``REDIS_URL`` before anything starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from typing import Any
+
+# Importing daphne.server installs Twisted's asyncio reactor; it must precede any import of
+# twisted.internet.reactor (the daphne app in INSTALLED_APPS already imported it at setup).
+import daphne.server
+from daphne.access import AccessLogGenerator
+from daphne.endpoints import build_endpoint_description_strings
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from webapp.protocol import MAX_FRAME_BYTES
+from webapp.runtime import CoordinatorRuntime, install_runtime
+
+logger = logging.getLogger("webapp.serve")
+
+
+class Command(BaseCommand):
+    help = "Serve Rebalance Lab: Daphne (HTTP + websockets) and the coordinator runtime."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+        parser.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+        parser.add_argument(
+            "--no-migrate",
+            action="store_true",
+            help="do not apply Django migrations before serving",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        host: str = options["host"]
+        port: int = options["port"]
+        verbosity: int = options["verbosity"]
+        check_channel_layer()
+        if not options["no_migrate"]:
+            call_command("migrate", interactive=False, verbosity=0)
+        # FindCoordinator advertises where clients reach this process.
+        if "ADVERTISED_PORT" not in os.environ:
+            settings.ADVERTISED_PORT = port
+        if "ADVERTISED_HOST" not in os.environ and host not in ("0.0.0.0", "::", ""):
+            settings.ADVERTISED_HOST = host
+
+        from twisted.internet import defer, reactor
+
+        from webapp.asgi import application
+
+        runtime = CoordinatorRuntime.from_settings()
+        install_runtime(runtime)
+        server = daphne.server.Server(
+            application=application,
+            endpoints=build_endpoint_description_strings(host=host, port=port),
+            action_logger=AccessLogGenerator(sys.stdout) if verbosity >= 1 else None,
+            # Frames up to 4 MiB reach the consumer, which refuses those over 1 MiB with a
+            # frame_too_large reply; bigger ones are closed by Daphne (1009).
+            # A consumer stays connected as long as it runs (Daphne's default is one day).
+            websocket_timeout=-1,
+            websocket_max_message_size=4 * MAX_FRAME_BYTES,
+            websocket_max_frame_size=4 * MAX_FRAME_BYTES,
+            verbosity=verbosity,
+            ready_callable=lambda: asyncio.get_event_loop().create_task(start()),
+        )
+        failed: list[BaseException] = []
+
+        async def start() -> None:
+            try:
+                await runtime.start()
+            except Exception as exc:
+                logger.critical("the coordinator runtime could not start: %s", exc)
+                failed.append(exc)
+                server.stop()
+                return
+            self.stdout.write(
+                f"Rebalance Lab on http://{host}:{port}/ (websocket /ws/consumer/); "
+                f"log {runtime.log_path}, {len(runtime.group_ids())} groups, "
+                f"channel layer {settings.CHANNEL_LAYER}"
+            )
+
+        reactor.addSystemEventTrigger(
+            "before",
+            "shutdown",
+            lambda: defer.Deferred.fromFuture(asyncio.ensure_future(runtime.stop())),
+        )
+        self.stdout.write(f"Starting Rebalance Lab at {host}:{port} (log {runtime.log_path})")
+        server.run()
+        if failed:
+            raise CommandError(f"the coordinator runtime could not start: {failed[0]}")
+        if server.abort_start:
+            raise CommandError(f"could not listen on {host}:{port}")
+
+
+def check_channel_layer() -> None:
+    """With the Redis channel layer, fail now, naming REDIS_URL, if Redis does not answer."""
+    if settings.CHANNEL_LAYER != "redis":
+        return
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        client.ping()
+    except (redis.RedisError, OSError) as exc:
+        raise CommandError(
+            f"cannot reach Redis at REDIS_URL={settings.REDIS_URL} ({exc}). Start Redis, point "
+            "REDIS_URL at one, or set CHANNEL_LAYER=memory to serve without it (one process)."
+        ) from None
+    finally:
+        client.close()

@@ -1,0 +1,73 @@
+"""What the web host keeps in Django's database: topics and the group event history.
+
+The coordinator's own durable state (groups, generations, assignments, offsets) lives in its
+record log (``REBALANCE_LAB_LOG_PATH``), never here; these tables are what the log does not
+hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+from .topics import TopicSpec
+
+
+class Topic(models.Model):
+    """A topic of the registry (``webapp.topics``); ``origins`` is ``[[base_offset, since_ms],
+    ...]``, one per partition."""
+
+    name = models.CharField(max_length=249, unique=True)
+    produce_rate_per_s = models.FloatField(default=0.0)
+    origins = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ("name",)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({len(self.origins)} partitions)"
+
+    def to_spec(self) -> TopicSpec:
+        return TopicSpec(
+            name=self.name,
+            produce_rate_per_s=self.produce_rate_per_s,
+            origins=tuple((int(base), int(since)) for base, since in self.origins),
+        )
+
+    @classmethod
+    def fields_of(cls, spec: TopicSpec) -> dict[str, Any]:
+        return {
+            "produce_rate_per_s": spec.produce_rate_per_s,
+            "origins": [list(origin) for origin in spec.origins],
+        }
+
+
+class GroupEvent(models.Model):
+    """One engine event (``coordinator_engine.events``) with the runtime's sequence number.
+
+    ``payload`` holds the event's own fields (``to_json()`` without type, group_id and at_ms,
+    which have columns); :meth:`to_json` gives back exactly what the live feed published.
+    """
+
+    seq = models.BigIntegerField(unique=True)
+    group_id = models.TextField()
+    type = models.CharField(max_length=40)
+    at_ms = models.BigIntegerField()
+    payload = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ("seq",)
+        indexes = (models.Index(fields=("group_id", "seq"), name="groupevent_group_seq"),)
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.type} {self.group_id}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "type": self.type,
+            "group_id": self.group_id,
+            "at_ms": self.at_ms,
+            **self.payload,
+        }

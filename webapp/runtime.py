@@ -1,0 +1,638 @@
+"""The coordinator runtime: the one caller of the engine in a serving process.
+
+Theory of operation
+===================
+
+The engine (``coordinator_engine``) is sans-IO: requests in, replies, records and events out,
+time an argument. This module is the host that gives it I/O, a clock and a timer, and it is the
+engine's only caller: the websocket consumers, the JSON API, in-process simulated consumers and
+(later) the Kafka listener and Celery's control messages all go through one
+:class:`CoordinatorRuntime`.
+
+* **One thread.** Every engine call happens on the event loop thread (the one Daphne serves
+  on). The engine is synchronous and fast, so a call simply runs; nothing is locked. Code on
+  other threads uses :meth:`CoordinatorRuntime.submit_threadsafe`.
+* **Durable before any reply.** ``coord.handle`` appends the request's records to the
+  :class:`~coordinator_engine.SqliteLog` inside the call and completes replies only after the
+  append returned; the runtime then passes the reply on. A parked JoinGroup/SyncGroup is an
+  ``asyncio.Future`` completed from ``Reply.add_done_callback``.
+* **The clock** is wall-clock milliseconds read once at start and advanced by
+  ``time.monotonic``: it never goes backwards while the process runs, and it continues across
+  restarts, which matters because a replay re-arms every member's session from "now".
+* **One timer.** After every call the runtime arms a single ``loop.call_later`` at
+  ``coord.next_deadline_ms()`` (re-arming only when that deadline moved); when it fires it calls
+  ``coord.advance(now)``.
+* **Events** get a sequence number (continuing the highest stored one) and go to in-process
+  listeners (:meth:`CoordinatorRuntime.add_listener`), to the history table and to the Channels
+  groups (``webapp.history``, ``webapp.feed``), never blocking the loop.
+* **Start and restart.** Daphne runs no ASGI lifespan, so the runtime starts on first use
+  (:func:`get_runtime`, from the first websocket connect or API request) or eagerly from
+  ``manage.py serve``. Starting takes an exclusive lock on the log (one process owns a log),
+  replays it in a worker thread (``/healthz`` says "starting" meanwhile) and loads the topics.
+  A restart, including after ``kill -9``, replays the log: groups, generations, assignments and
+  offsets come back, members' sessions restart from now.
+
+FindCoordinator and Metadata are answered here, not by the engine: this process is node 0 at
+``ADVERTISED_HOST:ADVERTISED_PORT`` and the topics come from :class:`~webapp.topics.TopicRegistry`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels import DEFAULT_CHANNEL_LAYER
+from channels.layers import get_channel_layer
+
+from coordinator_engine import (
+    CleanupResult,
+    CoordinatorConfig,
+    Errors,
+    GroupCoordinator,
+    GroupEvent,
+    GroupView,
+    Reply,
+    SqliteLog,
+    partition_for,
+)
+from coordinator_engine.cluster import (
+    KEY_TYPE_GROUP,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+    TopicMetadata,
+)
+from coordinator_engine.records import OffsetCommitValue
+
+from .feed import SequencedEvent
+from .history import HistoryWriter, Publisher, max_stored_seq
+from .topics import TopicRegistry, TopicSpec, UnknownTopicError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "CoordinatorRuntime",
+    "ManualClock",
+    "RuntimeNotReady",
+    "WallClock",
+    "current_runtime",
+    "ensure_runtime_started",
+    "get_runtime",
+    "install_runtime",
+]
+
+Listener = Callable[[SequencedEvent], None]
+
+#: This process's node id in FindCoordinator answers.
+NODE_ID = 0
+
+
+class RuntimeNotReady(RuntimeError):
+    """The runtime is not serving (not started yet, stopped, or called from another thread)."""
+
+
+class WallClock:
+    """Epoch milliseconds: the wall clock read once, then advanced by ``time.monotonic``."""
+
+    def __init__(self) -> None:
+        self._base_ms = time.time_ns() // 1_000_000
+        self._base_monotonic_ns = time.monotonic_ns()
+
+    def __call__(self) -> int:
+        return self._base_ms + (time.monotonic_ns() - self._base_monotonic_ns) // 1_000_000
+
+
+class ManualClock:
+    """A clock that moves only when told (tests, simulations): ``clock.advance(ms)`` then
+    ``runtime.tick()`` fires whatever became due."""
+
+    def __init__(self, now_ms: int = 0) -> None:
+        self.now_ms = now_ms
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+    def advance(self, ms: int) -> int:
+        self.now_ms += ms
+        return self.now_ms
+
+
+class _LogLock:
+    """An exclusive ``flock`` on ``<log>.lock``: one process owns a log. The kernel drops it
+    when the process dies, however it dies."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.path = Path(f"{log_path}.lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        if fcntl is None:  # pragma: no cover
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "another process"
+            os.close(fd)
+            raise RuntimeError(
+                f"the coordinator log {str(self.path)[:-5]} is in use by pid {holder} "
+                f"(lock {self.path}): one process owns a log"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode("ascii"))
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
+
+
+def _load_database_state() -> tuple[list[TopicSpec], int]:
+    from django.db import DatabaseError
+
+    from .models import Topic
+
+    try:
+        return [topic.to_spec() for topic in Topic.objects.all()], max_stored_seq()
+    except DatabaseError as exc:
+        raise RuntimeError(
+            f"cannot read the topics and the event history from Django's database ({exc}); "
+            "run `python manage.py migrate` (`manage.py serve` does it itself)"
+        ) from exc
+
+
+def _save_topic(spec: TopicSpec) -> None:
+    from .models import Topic
+
+    Topic.objects.update_or_create(name=spec.name, defaults=Topic.fields_of(spec))
+
+
+def _delete_topic(name: str) -> None:
+    from .models import Topic
+
+    Topic.objects.filter(name=name).delete()
+
+
+class CoordinatorRuntime:
+    """Hosts one :class:`~coordinator_engine.GroupCoordinator` over a ``SqliteLog``.
+
+    Everything except :meth:`submit_threadsafe` must be called on the event loop thread the
+    runtime was started on.
+    """
+
+    def __init__(
+        self,
+        *,
+        log_path: str | os.PathLike[str],
+        config: CoordinatorConfig | None = None,
+        clock: Callable[[], int] | None = None,
+        advertised_host: str = "127.0.0.1",
+        advertised_port: int = 8000,
+        channel_layer_alias: str | None = DEFAULT_CHANNEL_LAYER,
+        history_interval_s: float = 0.1,
+        history_batch_size: int = 500,
+    ) -> None:
+        self.log_path = Path(log_path)
+        self.config = config if config is not None else CoordinatorConfig()
+        self.clock: Callable[[], int] = clock if clock is not None else WallClock()
+        self.advertised_host = advertised_host
+        self.advertised_port = advertised_port
+        self._channel_layer_alias = channel_layer_alias
+        self.history = HistoryWriter(interval_s=history_interval_s, batch_size=history_batch_size)
+        self.publisher: Publisher | None = None
+        self.topics = TopicRegistry()
+        self._coordinator: GroupCoordinator | None = None
+        self._log: SqliteLog | None = None
+        self._lock = _LogLock(self.log_path)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._start_task: asyncio.Task[None] | None = None
+        self._ready = False
+        self._stopped = False
+        self._listeners: list[Listener] = []
+        self._seq = 0
+        self._last_now = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._armed_deadline: int | None = None
+
+    @classmethod
+    def from_settings(cls) -> CoordinatorRuntime:
+        from django.conf import settings
+
+        return cls(
+            log_path=settings.REBALANCE_LAB_LOG_PATH,
+            config=settings.COORDINATOR_CONFIG,
+            advertised_host=settings.ADVERTISED_HOST,
+            advertised_port=settings.ADVERTISED_PORT,
+        )
+
+    # ---------------------------------------------------------------- life cycle
+
+    @property
+    def ready(self) -> bool:
+        """True while the runtime serves (started, not stopped)."""
+        return self._ready
+
+    @property
+    def start_task(self) -> asyncio.Task[None] | None:
+        return self._start_task
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._loop
+
+    @property
+    def coordinator(self) -> GroupCoordinator:
+        if self._coordinator is None:
+            raise RuntimeNotReady("the coordinator runtime has not started")
+        return self._coordinator
+
+    def begin_start(self) -> asyncio.Task[None]:
+        """Start on the running loop without waiting; the start task (created once)."""
+        if self._stopped:
+            raise RuntimeNotReady("the coordinator runtime was stopped")
+        if self._start_task is None:
+            self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
+            self._start_task = self._loop.create_task(self._start(), name="runtime-start")
+            # A failed start is reported by start() and /healthz, not as "never retrieved".
+            self._start_task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return self._start_task
+
+    async def start(self) -> None:
+        """Start once (later calls wait for the same start; a failed start raises again)."""
+        await asyncio.shield(self.begin_start())
+
+    async def _start(self) -> None:
+        started = time.perf_counter()
+        self._lock.acquire()
+        try:
+            # Replaying a long log takes a while: off the loop, so /healthz can say "starting".
+            self._log, self._coordinator = await asyncio.to_thread(self._open, self._now())
+            specs, self._seq = await sync_to_async(_load_database_state)()
+        except BaseException:
+            if self._log is not None:
+                self._log.close()
+            self._lock.release()
+            raise
+        self.topics = TopicRegistry(specs)
+        layer = (
+            get_channel_layer(self._channel_layer_alias)
+            if self._channel_layer_alias is not None
+            else None
+        )
+        self.publisher = Publisher(layer)
+        self.publisher.start()
+        self.history.start()
+        self._coordinator.add_listener(self._on_event)
+        self._ready = True
+        self._rearm()
+        logger.info(
+            "coordinator runtime ready: %d groups replayed from %s in %.0f ms",
+            len(self._coordinator.group_ids()),
+            self.log_path,
+            (time.perf_counter() - started) * 1000,
+        )
+
+    def _open(self, now_ms: int) -> tuple[SqliteLog, GroupCoordinator]:
+        log = SqliteLog(self.log_path)
+        try:
+            return log, GroupCoordinator(self.config, log, now_ms=now_ms)
+        except BaseException:
+            log.close()
+            raise
+
+    async def stop(self) -> None:
+        """Stop serving: no more engine calls, events flushed to the history, log closed and
+        its lock released. Parked replies are left unanswered (their clients will retry)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._start_task is not None and not self._start_task.done():
+            self._start_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._start_task
+        was_ready, self._ready = self._ready, False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not was_ready:
+            return
+        if self._coordinator is not None:
+            self._coordinator.remove_listener(self._on_event)
+        await self.history.stop()
+        if self.publisher is not None:
+            await self.publisher.stop()
+        if self._log is not None:
+            self._log.close()
+        self._lock.release()
+        logger.info("coordinator runtime stopped (%s)", self.log_path)
+
+    # ---------------------------------------------------------------- time
+
+    def now_ms(self) -> int:
+        """The runtime's clock (never decreasing)."""
+        return self._now()
+
+    def _now(self) -> int:
+        now = self.clock()
+        if now < self._last_now:
+            now = self._last_now
+        self._last_now = now
+        return now
+
+    def _rearm(self) -> None:
+        """Arm the one timer at the engine's next deadline, unless it is armed there already."""
+        if not self._ready:
+            return
+        deadline = self.coordinator.next_deadline_ms()
+        if deadline == self._armed_deadline and (deadline is None or self._timer is not None):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._armed_deadline = deadline
+        if deadline is not None:
+            assert self._loop is not None
+            delay_s = max(0, deadline - self._now()) / 1000
+            self._timer = self._loop.call_later(delay_s, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._armed_deadline = None
+        self.tick()
+
+    def tick(self) -> None:
+        """Fire every engine timer due now (the timer does this itself; tests and simulations
+        with a :class:`ManualClock` call it after moving the clock)."""
+        self._check_serving()
+        try:
+            self.coordinator.advance(self._now())
+        except Exception:
+            # An engine bug: say so loudly, and try again in a second rather than spin.
+            logger.exception("coordinator: advance() failed")
+            assert self._loop is not None
+            self._armed_deadline = None
+            self._timer = self._loop.call_later(1.0, self._on_timer)
+            return
+        self._rearm()
+
+    # ---------------------------------------------------------------- requests
+
+    def _check_serving(self) -> None:
+        if not self._ready:
+            raise RuntimeNotReady("the coordinator runtime is not serving")
+        if threading.get_ident() != self._loop_thread:
+            raise RuntimeNotReady(
+                "the coordinator runtime must be called on its event loop thread; "
+                "use submit_threadsafe() from other threads"
+            )
+
+    def _handle(self, request: Any) -> Reply[Any]:
+        self._check_serving()
+        kind = type(request)
+        if kind is FindCoordinatorRequest:
+            return Reply.of(self.find_coordinator(request))
+        if kind is MetadataRequest:
+            return Reply.of(self.metadata(request))
+        try:
+            return self.coordinator.handle(request, self._now())
+        finally:
+            self._rearm()
+
+    async def submit(self, request: Any) -> Any:
+        """Handle one request and return its response (awaiting a parked JoinGroup/SyncGroup).
+
+        ``request`` is an engine request (``coordinator_engine.requests``) or a
+        FindCoordinatorRequest/MetadataRequest (``coordinator_engine.cluster``). The records
+        behind the response are durable when it is returned. Cancelling the await changes
+        nothing in the group (like a Kafka client that went away).
+        """
+        reply = self._handle(request)
+        if reply.done:
+            return reply.response
+        assert self._loop is not None
+        future: asyncio.Future[Any] = self._loop.create_future()
+
+        def done(response: Any) -> None:
+            if not future.done():
+                future.set_result(response)
+
+        reply.add_done_callback(done)
+        return await future
+
+    def submit_nowait(self, request: Any, callback: Callable[[Any], None]) -> None:
+        """Handle one request and call ``callback(response)`` when it is answered — maybe
+        before this returns. For in-process clients (simulated consumers) that do not want a
+        task per request. An exception in ``callback`` is logged, never raised into the
+        engine."""
+        self._handle(request).add_done_callback(self._guarded(callback))
+
+    def submit_threadsafe(self, request: Any) -> concurrent.futures.Future[Any]:
+        """:meth:`submit` from any thread; a ``concurrent.futures.Future`` of the response."""
+        if self._loop is None:
+            raise RuntimeNotReady("the coordinator runtime has not started")
+        return asyncio.run_coroutine_threadsafe(self.submit(request), self._loop)
+
+    def _guarded(self, callback: Callable[[Any], None]) -> Callable[[Any], None]:
+        def call(response: Any) -> None:
+            try:
+                callback(response)
+            except Exception:
+                logger.exception("reply callback %r failed", callback)
+
+        return call
+
+    def find_coordinator(self, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+        """This node coordinates every consumer group it owns (all of them unless
+        ``owned_partitions`` says otherwise); it is no transaction coordinator."""
+        if request.key_type != KEY_TYPE_GROUP:
+            return FindCoordinatorResponse(error_code=Errors.INVALID_REQUEST)
+        partition = partition_for(request.key, self.config.offsets_topic_num_partitions)
+        owned = self.config.owned_partitions
+        if owned is not None and partition not in owned:
+            return FindCoordinatorResponse(
+                error_code=Errors.COORDINATOR_NOT_AVAILABLE, coordinator_partition=partition
+            )
+        return FindCoordinatorResponse(
+            error_code=Errors.NONE,
+            node_id=NODE_ID,
+            host=self.advertised_host,
+            port=self.advertised_port,
+            coordinator_partition=partition,
+        )
+
+    def metadata(self, request: MetadataRequest) -> MetadataResponse:
+        """Partition counts from the topic registry; an unknown topic gets
+        UNKNOWN_TOPIC_OR_PARTITION (topics are never auto-created)."""
+        names = (
+            [spec.name for spec in self.topics.all()]
+            if request.topics is None
+            else list(dict.fromkeys(request.topics))
+        )
+        topics = []
+        for name in names:
+            spec = self.topics.get(name)
+            if spec is None:
+                topics.append(
+                    TopicMetadata(
+                        name=name, error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION, partitions=0
+                    )
+                )
+            else:
+                topics.append(
+                    TopicMetadata(name=name, error_code=Errors.NONE, partitions=spec.partitions)
+                )
+        return MetadataResponse(topics=tuple(topics))
+
+    def cleanup(self) -> CleanupResult:
+        """Kafka's periodic offset expiry and group cleanup, now (for Celery beat's control
+        message or an admin action)."""
+        self._check_serving()
+        try:
+            return self.coordinator.cleanup(self._now())
+        finally:
+            self._rearm()
+
+    # ---------------------------------------------------------------- reading state
+
+    def group(self, group_id: str) -> GroupView | None:
+        return self.coordinator.group(group_id)
+
+    def group_ids(self) -> list[str]:
+        return self.coordinator.group_ids()
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetCommitValue]:
+        return self.coordinator.committed_offsets(group_id)
+
+    # ---------------------------------------------------------------- events
+
+    def add_listener(self, fn: Listener) -> None:
+        """Call ``fn(SequencedEvent)`` for every engine event, on the loop thread, after the
+        records behind it are durable. An exception in ``fn`` is logged and ignored."""
+        self._listeners.append(fn)
+
+    def remove_listener(self, fn: Listener) -> None:
+        self._listeners.remove(fn)
+
+    def _on_event(self, event: GroupEvent) -> None:
+        self._seq += 1
+        item = SequencedEvent(self._seq, event)
+        self.history.add(item)
+        if self.publisher is not None:
+            self.publisher.add(item)
+        for fn in tuple(self._listeners):
+            try:
+                fn(item)
+            except Exception:
+                logger.exception("event listener %r failed", fn)
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence number of the latest event."""
+        return self._seq
+
+    async def flush_history(self) -> None:
+        """Store every event so far in the history table (reads after this see them)."""
+        await self.history.flush()
+
+    # ---------------------------------------------------------------- topics
+
+    async def create_topic(
+        self, name: str, partitions: int, produce_rate_per_s: float = 0
+    ) -> TopicSpec:
+        self._check_serving()
+        spec = self.topics.create(name, partitions, produce_rate_per_s, now_ms=self._now())
+        try:
+            await sync_to_async(_save_topic)(spec)
+        except BaseException:
+            self.topics.delete(name)
+            raise
+        return spec
+
+    async def update_topic(
+        self,
+        name: str,
+        *,
+        partitions: int | None = None,
+        produce_rate_per_s: float | None = None,
+    ) -> TopicSpec:
+        """Grow the partition count and/or change the produce rate (all or nothing)."""
+        self._check_serving()
+        before = self.topics.get(name)
+        if before is None:
+            raise UnknownTopicError(f"no topic {name!r}")
+        now = self._now()
+        try:
+            spec = before
+            if partitions is not None:
+                spec = self.topics.set_partitions(name, partitions, now_ms=now)
+            if produce_rate_per_s is not None:
+                spec = self.topics.set_produce_rate(name, produce_rate_per_s, now_ms=now)
+            await sync_to_async(_save_topic)(spec)
+        except BaseException:
+            self.topics.restore(before)
+            raise
+        return spec
+
+    async def delete_topic(self, name: str) -> TopicSpec:
+        self._check_serving()
+        spec = self.topics.delete(name)
+        try:
+            await sync_to_async(_delete_topic)(name)
+        except BaseException:
+            self.topics.restore(spec)
+            raise
+        return spec
+
+
+# ---------------------------------------------------------------- the process's runtime
+
+_runtime: CoordinatorRuntime | None = None
+
+
+def current_runtime() -> CoordinatorRuntime | None:
+    """The process's runtime, started or not; None before anything asked for it."""
+    return _runtime
+
+
+def install_runtime(runtime: CoordinatorRuntime | None) -> None:
+    """Make ``runtime`` the process's runtime (tests, ``manage.py serve``); None forgets it."""
+    global _runtime
+    _runtime = runtime
+
+
+def ensure_runtime_started() -> CoordinatorRuntime:
+    """The process's runtime, created from settings if need be, its start under way on the
+    running loop (not awaited)."""
+    global _runtime
+    if _runtime is None:
+        _runtime = CoordinatorRuntime.from_settings()
+    if _runtime.loop is not None and _runtime.loop is not asyncio.get_running_loop():
+        raise RuntimeNotReady("the coordinator runtime belongs to another event loop")
+    _runtime.begin_start()
+    return _runtime
+
+
+async def get_runtime() -> CoordinatorRuntime:
+    """The process's runtime, started (created from settings and started on first use)."""
+    runtime = ensure_runtime_started()
+    await runtime.start()
+    return runtime

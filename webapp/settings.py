@@ -1,0 +1,187 @@
+"""Django settings for Rebalance Lab, read from the environment (healthchecks' ``hc/settings.py``
+style: every knob is an environment variable with a typed helper and a working default).
+
+* ``REBALANCE_LAB_LOG_PATH`` (``var/coordinator.db``): the coordinator's record log (SQLite).
+* ``DATABASE`` (``sqlite:///var/db.sqlite3``): Django's database, ``sqlite:///path`` or
+  ``postgres://user:password@host:port/name``.
+* ``CHANNEL_LAYER`` (``redis``): ``redis``, at ``REDIS_URL``
+  (``redis://127.0.0.1:6379/0``), or ``memory`` (one process; tests).
+* ``ADVERTISED_HOST`` / ``ADVERTISED_PORT`` (``127.0.0.1`` / ``8000``, or ``serve``'s
+  ``--host``/``--port``): the node FindCoordinator answers.
+* ``COORDINATOR_<FIELD>`` (Kafka's defaults): any int field of ``CoordinatorConfig``, e.g.
+  ``COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS=0``; ``COORDINATOR_OWNED_PARTITIONS``: the
+  comma-separated coordinator partitions this process serves (default all).
+* ``SECRET_KEY``, ``DEBUG``, ``ALLOWED_HOSTS`` (``*``), ``LOG_LEVEL`` (``INFO``): as in Django.
+
+Relative paths are relative to the repository root. A malformed value fails at start-up with
+``ImproperlyConfigured`` naming the variable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+from coordinator_engine import CoordinatorConfig
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+# ---------------------------------------------------------------- typed helpers
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+def env_path(name: str, default: str) -> Path:
+    path = Path(env_str(name, default)).expanduser()
+    return path if path.is_absolute() else BASE_DIR / path
+
+
+def database_from_url(name: str, url: str) -> dict[str, Any]:
+    """Django's DATABASES entry for ``sqlite:///path`` or ``postgres://user:pw@host:port/db``."""
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":
+        raw = unquote(url[len("sqlite://") :].removeprefix("/"))
+        if not raw:
+            raise ImproperlyConfigured(f"{name}: sqlite URL without a path: {url!r}")
+        path = Path(raw).expanduser()
+        path = path if path.is_absolute() else BASE_DIR / path
+        # Like the record log, a database under a fresh var/ just works (SQLite will not
+        # create the directory).
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": path,
+            # WAL: the history writer and the views do not block each other.
+            "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20},
+        }
+    if parts.scheme in ("postgres", "postgresql"):
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": parts.path.lstrip("/"),
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": parts.hostname or "",
+            "PORT": str(parts.port or ""),
+        }
+    raise ImproperlyConfigured(
+        f"{name} must be a sqlite:///path or postgres://user:password@host:port/name URL, "
+        f"got {url!r}"
+    )
+
+
+def coordinator_config_from_env() -> CoordinatorConfig:
+    """``CoordinatorConfig`` with every ``COORDINATOR_<FIELD>`` variable applied."""
+    overrides: dict[str, Any] = {}
+    for field in dataclasses.fields(CoordinatorConfig):
+        variable = f"COORDINATOR_{field.name.upper()}"
+        if field.name == "owned_partitions":
+            if os.environ.get(variable, "").strip():
+                try:
+                    overrides[field.name] = frozenset(int(p) for p in env_list(variable, ""))
+                except ValueError:
+                    raise ImproperlyConfigured(
+                        f"{variable} must be comma-separated partition numbers"
+                    ) from None
+        elif variable in os.environ:
+            overrides[field.name] = env_int(variable, 0)
+    try:
+        return CoordinatorConfig(**overrides)
+    except (TypeError, ValueError) as exc:
+        raise ImproperlyConfigured(f"COORDINATOR_* settings: {exc}") from None
+
+
+# ---------------------------------------------------------------- Django
+
+SECRET_KEY = env_str("SECRET_KEY", "rebalance-lab-development-key-not-for-production")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "*")
+
+INSTALLED_APPS = [
+    "daphne",  # first: its runserver serves ASGI (websockets included)
+    "channels",
+    "webapp",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+ASGI_APPLICATION = "webapp.asgi.application"
+
+DATABASES = {
+    "default": database_from_url("DATABASE", env_str("DATABASE", "sqlite:///var/db.sqlite3"))
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+USE_TZ = True
+TIME_ZONE = "UTC"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "webapp": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+        "daphne": {"handlers": ["console"], "level": "INFO"},
+    },
+}
+
+# ---------------------------------------------------------------- channel layer
+
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+CHANNEL_LAYER = env_str("CHANNEL_LAYER", "redis").strip().lower()
+if CHANNEL_LAYER == "memory":
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+elif CHANNEL_LAYER == "redis":
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    raise ImproperlyConfigured(f"CHANNEL_LAYER must be 'redis' or 'memory', got {CHANNEL_LAYER!r}")
+
+# ---------------------------------------------------------------- the coordinator runtime
+
+REBALANCE_LAB_LOG_PATH = env_path("REBALANCE_LAB_LOG_PATH", "var/coordinator.db")
+ADVERTISED_HOST = env_str("ADVERTISED_HOST", "127.0.0.1")
+ADVERTISED_PORT = env_int("ADVERTISED_PORT", 8000)
+COORDINATOR_CONFIG = coordinator_config_from_env()

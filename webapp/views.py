@@ -1,0 +1,345 @@
+"""The JSON API and the health check.
+
+Async views: under Daphne they run on the event loop that hosts the coordinator runtime, so
+they read its state directly, between two engine calls (no lock, no copy across threads).
+Errors are JSON, ``{"error": {"code": ..., "message": ...}}``, with 400, 404, 405, 409 or 503.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from coordinator_engine import GroupView, MemberView
+from coordinator_engine.consumer_protocol import (
+    ConsumerProtocolError,
+    decode_assignment,
+    decode_subscription,
+)
+from coordinator_engine.records import OffsetCommitValue
+
+from .history import events_after
+from .runtime import CoordinatorRuntime, RuntimeNotReady, ensure_runtime_started, get_runtime
+from .topics import InvalidTopicError, TopicExistsError, TopicRegistry, UnknownTopicError
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+EVENTS_PAGE_DEFAULT = 1000
+EVENTS_PAGE_MAX = 10_000
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+    def response(self) -> JsonResponse:
+        return error_response(self.status, self.code, self.message)
+
+
+def error_response(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+
+
+def _method_not_allowed(request: HttpRequest, allowed: tuple[str, ...]) -> JsonResponse:
+    response = error_response(
+        405,
+        "method_not_allowed",
+        f"{request.method} is not allowed here; use {', '.join(allowed)}",
+    )
+    response["Allow"] = ", ".join(allowed)
+    return response
+
+
+async def _runtime() -> CoordinatorRuntime:
+    try:
+        return await get_runtime()
+    except Exception as exc:
+        raise ApiError(
+            503, "unavailable", f"the coordinator runtime is not available: {exc}"
+        ) from exc
+
+
+def _json_body(request: HttpRequest, allowed: frozenset[str]) -> dict[str, Any]:
+    try:
+        body = json.loads(request.body or b"null")
+    except (ValueError, RecursionError) as exc:
+        raise ApiError(400, "invalid_json", f"the body is not JSON: {exc}") from None
+    if type(body) is not dict:
+        raise ApiError(400, "invalid_request", "the body must be a JSON object")
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"unknown field {unknown[0]!r} (known: {', '.join(sorted(allowed))})",
+        )
+    return body
+
+
+# ---------------------------------------------------------------- JSON views of the state
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def group_summary(view: GroupView) -> dict[str, Any]:
+    return {
+        "group_id": view.group_id,
+        "state": view.state.value,
+        "generation_id": view.generation_id,
+        "protocol_type": view.protocol_type,
+        "protocol": view.protocol_name,
+        "leader": view.leader_id,
+        "member_count": len(view.members),
+    }
+
+
+def _subscribed_topics(member: MemberView, consumer: bool) -> list[str] | None:
+    if not consumer:
+        return None
+    try:
+        return sorted(decode_subscription(member.metadata).topics)
+    except ConsumerProtocolError:
+        return None
+
+
+def _assigned_partitions(member: MemberView, consumer: bool) -> list[list[Any]] | None:
+    if not consumer:
+        return None
+    if not member.assignment:
+        return []  # no assignment (yet): Kafka's clients read empty bytes as none
+    try:
+        pairs = decode_assignment(member.assignment).assigned_partitions
+    except ConsumerProtocolError:
+        return None
+    return [[topic, partition] for topic, partition in sorted(pairs)]
+
+
+def group_detail_json(
+    view: GroupView,
+    offsets: Mapping[tuple[str, int], OffsetCommitValue],
+    topics: TopicRegistry,
+    now_ms: int,
+) -> dict[str, Any]:
+    """The whole group: members with their decoded subscription and assignment (``consumer``
+    protocol type; None where the bytes are not the consumer protocol), and committed offsets
+    with the log-end offset and lag from the topic registry (None for an unknown topic)."""
+    consumer = view.protocol_type == CONSUMER_PROTOCOL_TYPE
+    members = [
+        {
+            "member_id": member.member_id,
+            "group_instance_id": member.group_instance_id,
+            "client_id": member.client_id,
+            "client_host": member.client_host,
+            "session_timeout_ms": member.session_timeout_ms,
+            "rebalance_timeout_ms": member.rebalance_timeout_ms,
+            "is_leader": member.member_id == view.leader_id,
+            "subscription": _subscribed_topics(member, consumer),
+            "assignment": _assigned_partitions(member, consumer),
+            "metadata_base64": _b64(member.metadata),
+            "assignment_base64": _b64(member.assignment),
+        }
+        for member in view.members.values()
+    ]
+    rows = []
+    total_lag = 0
+    for (topic, partition), value in sorted(offsets.items()):
+        log_end = topics.log_end_offset(topic, partition, now_ms)
+        lag = max(0, log_end - value.offset) if log_end is not None and value.offset >= 0 else None
+        total_lag += lag or 0
+        rows.append(
+            {
+                "topic": topic,
+                "partition": partition,
+                "offset": value.offset,
+                "metadata": value.metadata,
+                "leader_epoch": value.leader_epoch,
+                "commit_timestamp_ms": value.commit_timestamp,
+                "expire_timestamp_ms": value.expire_timestamp,
+                "log_end_offset": log_end,
+                "lag": lag,
+            }
+        )
+    return {
+        **group_summary(view),
+        "members": members,
+        "pending_member_ids": sorted(view.pending_member_ids),
+        "offsets": rows,
+        "total_lag": total_lag,
+    }
+
+
+# ---------------------------------------------------------------- views
+
+
+async def healthz(request: HttpRequest) -> HttpResponse:
+    """200 ``{"status": "ok", ...}`` once the runtime serves; 503 before (``starting``), or if
+    its start failed (``failed``, with the error)."""
+    if request.method not in ("GET", "HEAD"):
+        return _method_not_allowed(request, ("GET",))
+    try:
+        runtime = ensure_runtime_started()
+    except RuntimeNotReady as exc:
+        return JsonResponse({"status": "unavailable", "error": str(exc)}, status=503)
+    log_path = str(runtime.log_path)
+    if runtime.ready:
+        return JsonResponse(
+            {"status": "ok", "groups": len(runtime.group_ids()), "log_path": log_path}
+        )
+    task = runtime.start_task
+    if task is not None and task.done():
+        error = task.exception() if not task.cancelled() else None
+        return JsonResponse(
+            {
+                "status": "failed" if error else "stopped",
+                "error": str(error or ""),
+                "log_path": log_path,
+            },
+            status=503,
+        )
+    return JsonResponse({"status": "starting", "log_path": log_path}, status=503)
+
+
+async def groups(request: HttpRequest) -> HttpResponse:
+    """``GET /api/groups``: every group, sorted by id."""
+    if request.method != "GET":
+        return _method_not_allowed(request, ("GET",))
+    try:
+        runtime = await _runtime()
+    except ApiError as error:
+        return error.response()
+    views = (runtime.group(group_id) for group_id in runtime.group_ids())
+    return JsonResponse({"groups": [group_summary(view) for view in views if view is not None]})
+
+
+async def group_detail(request: HttpRequest, group_id: str) -> HttpResponse:
+    """``GET /api/groups/<id>``: the whole group (see :func:`group_detail_json`)."""
+    if request.method != "GET":
+        return _method_not_allowed(request, ("GET",))
+    try:
+        runtime = await _runtime()
+    except ApiError as error:
+        return error.response()
+    view = runtime.group(group_id)
+    if view is None:
+        return error_response(404, "group_not_found", f"no group {group_id!r}")
+    body = group_detail_json(
+        view, runtime.committed_offsets(group_id), runtime.topics, runtime.now_ms()
+    )
+    return JsonResponse(body)
+
+
+def _int_param(request: HttpRequest, name: str, default: int, lo: int, hi: int) -> int:
+    raw = request.GET.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(
+            400, "invalid_request", f"{name} must be an integer, got {raw[:40]!r}"
+        ) from None
+    if not lo <= value <= hi:
+        raise ApiError(400, "invalid_request", f"{name} must lie in {lo}..{hi}, got {value}")
+    return value
+
+
+async def group_events(request: HttpRequest, group_id: str) -> HttpResponse:
+    """``GET /api/groups/<id>/events?after=<seq>&limit=<n>``: the group's stored history after
+    ``seq``, oldest first, at most ``limit`` (default 1000); ``last_seq`` is where to continue.
+    The history of a deleted group stays readable."""
+    if request.method != "GET":
+        return _method_not_allowed(request, ("GET",))
+    try:
+        after = _int_param(request, "after", 0, 0, 2**63 - 1)
+        limit = _int_param(request, "limit", EVENTS_PAGE_DEFAULT, 1, EVENTS_PAGE_MAX)
+        runtime = await _runtime()
+    except ApiError as error:
+        return error.response()
+    # Read your writes: events buffered for the next batch are stored first.
+    await runtime.flush_history()
+    events = await sync_to_async(events_after)(group_id, after, limit)
+    last_seq = events[-1]["seq"] if events else after
+    return JsonResponse({"group_id": group_id, "events": events, "last_seq": last_seq})
+
+
+_TOPIC_CREATE_FIELDS = frozenset({"name", "partitions", "produce_rate_per_s"})
+_TOPIC_UPDATE_FIELDS = frozenset({"partitions", "produce_rate_per_s"})
+
+
+def _topic_error(error: Exception) -> JsonResponse:
+    if isinstance(error, UnknownTopicError):
+        return error_response(404, "topic_not_found", str(error))
+    if isinstance(error, TopicExistsError):
+        return error_response(409, "topic_exists", str(error))
+    return error_response(400, "invalid_topic", str(error))
+
+
+async def topics(request: HttpRequest) -> HttpResponse:
+    """``GET /api/topics`` (every topic) and ``POST /api/topics`` ``{"name", "partitions",
+    "produce_rate_per_s"?}`` (201 with the topic)."""
+    if request.method not in ("GET", "POST"):
+        return _method_not_allowed(request, ("GET", "POST"))
+    try:
+        runtime = await _runtime()
+        if request.method == "GET":
+            now = runtime.now_ms()
+            return JsonResponse({"topics": [spec.to_json(now) for spec in runtime.topics.all()]})
+        body = _json_body(request, _TOPIC_CREATE_FIELDS)
+        for field in ("name", "partitions"):
+            if field not in body:
+                raise ApiError(400, "invalid_request", f"missing required field {field!r}")
+        spec = await runtime.create_topic(
+            body["name"], body["partitions"], body.get("produce_rate_per_s", 0)
+        )
+    except ApiError as error:
+        return error.response()
+    except (InvalidTopicError, TopicExistsError) as error:
+        return _topic_error(error)
+    return JsonResponse(spec.to_json(runtime.now_ms()), status=201)
+
+
+async def topic_detail(request: HttpRequest, name: str) -> HttpResponse:
+    """``GET``, ``PATCH`` ``{"partitions"?, "produce_rate_per_s"?}`` (partitions only grow)
+    and ``DELETE`` (204) of one topic."""
+    allowed = ("GET", "PATCH", "DELETE")
+    if request.method not in allowed:
+        return _method_not_allowed(request, allowed)
+    try:
+        runtime = await _runtime()
+        if request.method == "GET":
+            spec = runtime.topics.get(name)
+            if spec is None:
+                raise UnknownTopicError(f"no topic {name!r}")
+        elif request.method == "PATCH":
+            body = _json_body(request, _TOPIC_UPDATE_FIELDS)
+            if not body:
+                raise ApiError(
+                    400,
+                    "invalid_request",
+                    "nothing to change: give partitions or produce_rate_per_s",
+                )
+            for field, value in body.items():
+                if value is None:
+                    raise ApiError(400, "invalid_request", f"{field} cannot be null")
+            spec = await runtime.update_topic(
+                name,
+                partitions=body.get("partitions"),
+                produce_rate_per_s=body.get("produce_rate_per_s"),
+            )
+        else:
+            await runtime.delete_topic(name)
+            return HttpResponse(status=204)
+    except ApiError as error:
+        return error.response()
+    except (InvalidTopicError, TopicExistsError, UnknownTopicError) as error:
+        return _topic_error(error)
+    return JsonResponse(spec.to_json(runtime.now_ms()))
