@@ -50,17 +50,38 @@ from coordinator_engine import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from coordinator_engine.cluster import FindCoordinatorRequest, MetadataRequest
+from coordinator_engine.cluster import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+from coordinator_engine.responses import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+    SyncGroupResponse,
+)
 
 __all__ = [
     "APIS",
+    "API_OF",
     "MAX_FRAME_BYTES",
     "MAX_ID",
+    "RESPONSES",
     "Frame",
     "FrameError",
+    "decode_response",
     "dumps",
     "error_frame",
     "parse_frame",
+    "request_frame",
     "response_frame",
     "to_json",
 ]
@@ -80,6 +101,24 @@ APIS: Final[dict[str, type]] = {
     "FindCoordinator": FindCoordinatorRequest,
     "Metadata": MetadataRequest,
 }
+
+#: API name → response class, for clients of the protocol (``decode_response``).
+RESPONSES: Final[dict[str, type]] = {
+    "JoinGroup": JoinGroupResponse,
+    "SyncGroup": SyncGroupResponse,
+    "Heartbeat": HeartbeatResponse,
+    "LeaveGroup": LeaveGroupResponse,
+    "OffsetCommit": OffsetCommitResponse,
+    "OffsetFetch": OffsetFetchResponse,
+    "OffsetDelete": OffsetDeleteResponse,
+    "DescribeGroups": DescribeGroupsResponse,
+    "ListGroups": ListGroupsResponse,
+    "DeleteGroups": DeleteGroupsResponse,
+    "FindCoordinator": FindCoordinatorResponse,
+    "Metadata": MetadataResponse,
+}
+#: Request class → API name.
+API_OF: Final[dict[type, str]] = {cls: name for name, cls in APIS.items()}
 
 #: Frames above this many bytes (UTF-8) are refused with ``frame_too_large``.
 MAX_FRAME_BYTES: Final = 1024 * 1024
@@ -294,6 +333,17 @@ def _dataclass_decoder(cls: type) -> Decoder:
 def decode_request(api: str, value: Any, path: str = "request") -> Any:
     """The request dataclass of ``api`` built from its JSON object (FrameError if not)."""
     return _dataclass_decoder(APIS[api])(value, path)
+
+
+def decode_response(api: str, value: Any) -> Any:
+    """The response dataclass of ``api`` from a reply's ``response`` object (the client side
+    of the protocol; FrameError if it does not fit)."""
+    return _dataclass_decoder(RESPONSES[api])(value, "response")
+
+
+def request_frame(frame_id: int, request: Any) -> dict[str, Any]:
+    """The frame that sends ``request`` (an engine or cluster request dataclass)."""
+    return {"id": frame_id, "api": API_OF[type(request)], "request": to_json(request)}
 
 
 def _frame_id(obj: dict[str, Any]) -> int | None:

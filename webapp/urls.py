@@ -15,4 +15,10 @@ urlpatterns = [
     path("api/groups/<path:group_id>", views.group_detail, name="group-detail"),
     path("api/topics", views.topics, name="topics"),
     path("api/topics/<str:name>", views.topic_detail, name="topic-detail"),
+    path("api/simulations", views.simulations, name="simulations"),
+    path(
+        "api/simulations/<str:name>/<str:action>",
+        views.simulation_action,
+        name="simulation-action",
+    ),
 ]

@@ -25,6 +25,7 @@ from coordinator_engine.records import OffsetCommitValue
 
 from .history import events_after
 from .runtime import CoordinatorRuntime, RuntimeNotReady, ensure_runtime_started, get_runtime
+from .simulation.manager import ACTIONS, SimulationError, simulation_for, spec_from_json
 from .topics import InvalidTopicError, TopicExistsError, TopicRegistry, UnknownTopicError
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -343,3 +344,48 @@ async def topic_detail(request: HttpRequest, name: str) -> HttpResponse:
     except (InvalidTopicError, TopicExistsError, UnknownTopicError) as error:
         return _topic_error(error)
     return JsonResponse(spec.to_json(runtime.now_ms()))
+
+
+# ---------------------------------------------------------------- simulated consumers
+
+
+async def simulations(request: HttpRequest) -> HttpResponse:
+    """``GET /api/simulations`` (every simulated consumer) and ``POST /api/simulations``
+    ``{"group_id", "topics", "behaviour"?, "assignor"?, "group_instance_id"?, ...}`` (201),
+    the fields of ``webapp.simulation.consumer.ConsumerSpec``."""
+    if request.method not in ("GET", "POST"):
+        return _method_not_allowed(request, ("GET", "POST"))
+    try:
+        simulation = simulation_for(await _runtime())
+        if request.method == "GET":
+            return JsonResponse({"consumers": simulation.to_json()})
+        try:
+            body = json.loads(request.body or b"null")
+        except (ValueError, RecursionError) as exc:
+            raise ApiError(400, "invalid_json", f"the body is not JSON: {exc}") from None
+        name = body.pop("name", None) if isinstance(body, dict) else None
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ApiError(400, "invalid_request", "name must be a non-empty string")
+        consumer = simulation.spawn(spec_from_json(body), name)
+    except ApiError as error:
+        return error.response()
+    except SimulationError as error:
+        return error_response(400, "invalid_simulation", str(error))
+    return JsonResponse(consumer.to_json(), status=201)
+
+
+async def simulation_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
+    """``POST /api/simulations/<name>/<pause|resume|stop|kill>``: stop closes the consumer
+    (commit + LeaveGroup), kill stops it dead (its session times out)."""
+    if request.method != "POST":
+        return _method_not_allowed(request, ("POST",))
+    try:
+        simulation = simulation_for(await _runtime())
+        if action not in ACTIONS:
+            raise ApiError(404, "unknown_action", f"unknown action {action!r}; one of {ACTIONS}")
+        consumer = await simulation.act(name, action)
+    except ApiError as error:
+        return error.response()
+    except SimulationError as error:
+        return error_response(404, "simulation_not_found", str(error))
+    return JsonResponse(consumer.to_json())

@@ -27,6 +27,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from webapp.protocol import MAX_FRAME_BYTES
 from webapp.runtime import CoordinatorRuntime, install_runtime
+from webapp.simulation.demo import run_demo
+from webapp.simulation.manager import simulation_for
 
 logger = logging.getLogger("webapp.serve")
 
@@ -37,6 +39,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
         parser.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+        parser.add_argument(
+            "--demo",
+            action="store_true",
+            help="start the live demo: two groups of simulated consumers that keep rebalancing",
+        )
         parser.add_argument(
             "--no-migrate",
             action="store_true",
@@ -76,6 +83,7 @@ class Command(BaseCommand):
             ready_callable=lambda: asyncio.get_event_loop().create_task(start()),
         )
         failed: list[BaseException] = []
+        demo_tasks: list[asyncio.Task[None]] = []
 
         async def start() -> None:
             try:
@@ -90,11 +98,27 @@ class Command(BaseCommand):
                 f"log {runtime.log_path}, {len(runtime.group_ids())} groups, "
                 f"channel layer {settings.CHANNEL_LAYER}"
             )
+            if options["demo"]:
+                demo_tasks.append(
+                    asyncio.get_running_loop().create_task(
+                        run_demo(runtime, simulation_for(runtime)), name="demo"
+                    )
+                )
+                self.stdout.write(
+                    "Live demo: groups orders-eager and payments-coop are churning; "
+                    f"open http://{host}:{port}/api/groups"
+                )
+
+        async def stop() -> None:
+            for task in demo_tasks:
+                task.cancel()
+            await simulation_for(runtime).stop_all()
+            await runtime.stop()
 
         reactor.addSystemEventTrigger(
             "before",
             "shutdown",
-            lambda: defer.Deferred.fromFuture(asyncio.ensure_future(runtime.stop())),
+            lambda: defer.Deferred.fromFuture(asyncio.ensure_future(stop())),
         )
         self.stdout.write(f"Starting Rebalance Lab at {host}:{port} (log {runtime.log_path})")
         server.run()

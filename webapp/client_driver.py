@@ -1,0 +1,226 @@
+"""Running the sans-IO consumer client (`coordinator_engine.client.GroupClient`) on asyncio.
+
+Theory of operation
+-------------------
+`GroupClient` only changes state; `ClientDriver` turns that state into traffic. After every
+call into the client (a `poll()`, an answer, a failure, a close) the driver *pumps*: it sends
+whatever `client.outgoing(now)` returns through a `Transport` and arms one loop timer at
+`client.next_deadline_ms()`, so heartbeats, retries and timeouts happen on time. Answers come
+back through the transport's callbacks and are fed to `client.receive`, followed by another
+pump. Pumps are coalesced (`call_soon`), so an answer that arrives while a pump runs — the
+in-process transport may answer before `send` returns — never re-enters the client.
+
+Two transports:
+- `InProcessTransport(runtime)`: the coordinator runtime of this process (simulated consumers);
+  a request is handled on the spot by the engine, durable before its answer.
+- `WebsocketTransport(url)`: the websocket consumer protocol (docs/protocol.md), for consumers in
+  other processes (`manage.py consume`). Requests on one socket are answered out of order; a lost
+  connection fails every request in flight (the client looks the coordinator up again) and the
+  transport reconnects with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from coordinator_engine.client import ClientEvent, GroupClient
+
+from .protocol import decode_response, request_frame
+
+logger = logging.getLogger(__name__)
+
+OnResponse = Callable[[Any], None]
+OnFailure = Callable[[str], None]
+
+
+class Transport(Protocol):
+    def send(self, request: Any, on_response: OnResponse, on_failure: OnFailure) -> None:
+        """Send one request; exactly one of the callbacks is called later (or at once)."""
+
+
+class InProcessTransport:
+    """Requests go straight to this process's coordinator runtime."""
+
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
+
+    def send(self, request: Any, on_response: OnResponse, on_failure: OnFailure) -> None:
+        try:
+            self.runtime.submit_nowait(request, on_response)
+        except Exception as exc:  # the runtime is stopping or not started
+            on_failure(str(exc))
+
+
+class WebsocketTransport:
+    """The websocket consumer protocol, with reconnection. `await start()` before use."""
+
+    def __init__(self, url: str, *, reconnect_backoff_ms: int = 500) -> None:
+        self.url = url
+        self.reconnect_backoff_ms = reconnect_backoff_ms
+        self._ids = itertools.count(1)
+        self._pending: dict[int, tuple[str, OnResponse, OnFailure]] = {}
+        self._socket: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._connected = asyncio.Event()
+        self._closed = False
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"websocket {self.url}")
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._socket is not None:
+            await self._socket.close()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._fail_all("transport closed")
+
+    def send(self, request: Any, on_response: OnResponse, on_failure: OnFailure) -> None:
+        if self._socket is None or not self._connected.is_set():
+            on_failure("not connected")
+            return
+        frame_id = next(self._ids)
+        frame = request_frame(frame_id, request)
+        self._pending[frame_id] = (frame["api"], on_response, on_failure)
+        asyncio.get_running_loop().create_task(self._write(frame_id, json.dumps(frame)))
+
+    async def _write(self, frame_id: int, text: str) -> None:
+        try:
+            await self._socket.send(text)
+        except Exception as exc:
+            entry = self._pending.pop(frame_id, None)
+            if entry is not None:
+                entry[2](f"send failed: {exc}")
+
+    async def _run(self) -> None:
+        from websockets.asyncio.client import connect
+
+        while not self._closed:
+            try:
+                async with connect(self.url, max_size=8 * 1024 * 1024) as socket:
+                    self._socket = socket
+                    self._connected.set()
+                    async for message in socket:
+                        self._dispatch(message)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.info("websocket %s: %s", self.url, exc)
+            self._connected.clear()
+            self._socket = None
+            self._fail_all("connection lost")
+            if not self._closed:
+                await asyncio.sleep(self.reconnect_backoff_ms / 1000)
+
+    def _dispatch(self, message: str | bytes) -> None:
+        frame = json.loads(message)
+        entry = self._pending.pop(frame.get("id"), None) if isinstance(frame, dict) else None
+        if entry is None:
+            logger.warning("websocket %s: reply to no request: %.200s", self.url, message)
+            return
+        api, on_response, on_failure = entry
+        if "error" in frame:
+            on_failure(f"{frame['error'].get('code')}: {frame['error'].get('message')}")
+            return
+        on_response(decode_response(api, frame["response"]))
+
+    def _fail_all(self, reason: str) -> None:
+        pending, self._pending = self._pending, {}
+        for _, _, on_failure in pending.values():
+            on_failure(reason)
+
+    async def wait_connected(self, timeout_s: float | None = None) -> None:
+        await asyncio.wait_for(self._connected.wait(), timeout_s)
+
+
+class ClientDriver:
+    """Drives one GroupClient over a transport on the running asyncio loop."""
+
+    def __init__(
+        self,
+        client: GroupClient,
+        transport: Transport,
+        clock: Callable[[], int],
+        on_event: Callable[[ClientEvent], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.transport = transport
+        self.clock = clock
+        self.on_event = on_event
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+        self._pump_scheduled = False
+        self.stopped = False
+
+    def poll(self) -> None:
+        """The application's poll()."""
+        if not self.stopped:
+            self.client.poll(self.clock())
+            self.kick()
+
+    def kick(self) -> None:
+        """Pump soon (coalesced)."""
+        if not self._pump_scheduled and not self.stopped:
+            self._pump_scheduled = True
+            self._loop.call_soon(self._pump)
+
+    def _pump(self) -> None:
+        self._pump_scheduled = False
+        if self.stopped:
+            return
+        now = self.clock()
+        for request in self.client.outgoing(now):
+            self.transport.send(
+                request,
+                lambda response, request=request: self._answered(request, response),
+                lambda reason, request=request: self._failed(request, reason),
+            )
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        # The client queues events until drained: drain them every pump.
+        for event in self.client.events():
+            if self.on_event is not None:
+                self.on_event(event)
+        deadline = self.client.next_deadline_ms()
+        if deadline is not None:
+            delay_s = max(0, deadline - self.clock()) / 1000
+            self._timer = self._loop.call_later(delay_s, self.kick)
+
+    def _answered(self, request: Any, response: Any) -> None:
+        if not self.stopped:
+            self.client.receive(request, response, self.clock())
+            self.kick()
+
+    def _failed(self, request: Any, reason: str) -> None:
+        if not self.stopped:
+            self.client.fail(request, self.clock(), reason)
+            self.kick()
+
+    async def close(self, timeout_ms: int = 5000) -> None:
+        """Close the client the way Kafka's consumer closes (commit, LeaveGroup for a dynamic
+        member) and wait until it is done or `timeout_ms` passed."""
+        if self.stopped:
+            return
+        self.client.close(self.clock(), timeout_ms)
+        self.kick()
+        deadline = self.clock() + timeout_ms
+        while not self.client.closed and self.clock() < deadline:
+            await asyncio.sleep(0.01)
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop all traffic at once, as a crashed process would: the coordinator only learns
+        of it when the member's session times out."""
+        self.stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

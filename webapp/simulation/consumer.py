@@ -1,0 +1,300 @@
+"""A simulated consumer that really consumes.
+
+Each one is Kafka's consumer in miniature, running as an asyncio task in the serving process:
+the sans-IO `GroupClient` (group membership, heartbeats, auto-commit) driven over the
+in-process transport, and a `Fetcher` (seed 002) reading the topic registry, whose partitions'
+log-end offsets grow at their produce rate. Its loop is the application's:
+
+    poll() → hand the fetched records to "processing" (record_processing_ms each) → commit
+    positions (auto-commit every auto_commit_interval_ms) → poll() again
+
+so lag is real: a rebalance stops consumption while partitions move, and shows as lag that the
+new owner then works off. Behaviours reproduce every rejoin trigger of seed 000:
+
+- steady: polls, consumes and commits forever.
+- slow: every `period_ms` one batch takes longer than max.poll.interval.ms, so the member
+  leaves the group (KIP-62) and rejoins at its next poll.
+- crash: after `period_ms` it stops dead (no LeaveGroup, no heartbeats): the coordinator notices
+  only when its session times out.
+- flapping: every `period_ms` it closes (LeaveGroup) and joins again as a new member.
+- static_restart: a static member (KIP-345) whose process restarts every `period_ms`: it stops
+  without LeaveGroup and comes back with the same group.instance.id well within its session
+  timeout, so the group does not rebalance.
+- graceful_leave: after `period_ms` it closes (commit + LeaveGroup) and is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from coordinator_engine.client import (
+    ClientEvent,
+    ConsumerConfig,
+    GroupClient,
+    JoinedGroup,
+    MemberState,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+)
+
+from ..client_driver import ClientDriver, InProcessTransport
+from .fetcher import Fetcher, TopicPartition
+
+logger = logging.getLogger(__name__)
+
+
+class Behaviour(enum.Enum):
+    STEADY = "steady"
+    SLOW = "slow"
+    CRASH = "crash"
+    FLAPPING = "flapping"
+    STATIC_RESTART = "static_restart"
+    GRACEFUL_LEAVE = "graceful_leave"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerSpec:
+    """How to run one simulated consumer (the JSON API's spawn payload)."""
+
+    group_id: str
+    topics: tuple[str, ...]
+    behaviour: Behaviour = Behaviour.STEADY
+    assignor: str = "range"
+    group_instance_id: str | None = None
+    period_ms: int = 30_000
+    max_poll_records: int = 200
+    max_partition_fetch_records: int = 500
+    record_processing_ms: float = 1.0
+    idle_poll_ms: int = 200
+    session_timeout_ms: int = 10_000
+    heartbeat_interval_ms: int = 3_000
+    max_poll_interval_ms: int = 20_000
+    auto_commit_interval_ms: int = 1_000
+    metadata_max_age_ms: int = 5_000
+
+    def __post_init__(self) -> None:
+        if not self.topics:
+            raise ValueError("a simulated consumer subscribes to at least one topic")
+        if self.behaviour is Behaviour.STATIC_RESTART and self.group_instance_id is None:
+            raise ValueError("static_restart needs a group_instance_id")
+        for name in ("period_ms", "max_poll_records", "max_partition_fetch_records"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if self.record_processing_ms < 0:
+            raise ValueError("record_processing_ms must be >= 0")
+
+    def client_config(self, client_id: str) -> ConsumerConfig:
+        return ConsumerConfig(
+            group_id=self.group_id,
+            topics=self.topics,
+            assignors=(self.assignor,),
+            group_instance_id=self.group_instance_id,
+            client_id=client_id,
+            session_timeout_ms=self.session_timeout_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            max_poll_interval_ms=self.max_poll_interval_ms,
+            auto_commit_interval_ms=self.auto_commit_interval_ms,
+            metadata_max_age_ms=self.metadata_max_age_ms,
+            client_host="simulated",
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["topics"] = list(self.topics)
+        data["behaviour"] = self.behaviour.value
+        return data
+
+
+@dataclass
+class ConsumerStats:
+    consumed: int = 0
+    polls: int = 0
+    restarts: int = 0
+    status: str = "starting"  # running, paused, crashed, left, stopped
+    history: list[str] = field(default_factory=list)
+
+
+class SimulatedConsumer:
+    def __init__(self, runtime: Any, spec: ConsumerSpec, name: str) -> None:
+        self.runtime = runtime
+        self.spec = spec
+        self.name = name
+        self.stats = ConsumerStats()
+        self.paused = False
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.driver: ClientDriver | None = None
+        self.fetcher = Fetcher(self._fetch, max_poll_records=spec.max_poll_records)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    async def stop(self, *, graceful: bool = True) -> None:
+        """Stop: gracefully (commit + LeaveGroup, as a closed consumer) or dead (a kill)."""
+        self._stop.set()
+        if self.driver is not None:
+            if graceful:
+                await self.driver.close()
+            else:
+                self.driver.stop()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self.stats.status = "stopped" if graceful else "killed"
+
+    @property
+    def done(self) -> bool:
+        return self._task is not None and self._task.done()
+
+    def _new_client(self) -> None:
+        client = GroupClient(self.spec.client_config(self.name), self.runtime.now_ms())
+        self.driver = ClientDriver(
+            client, InProcessTransport(self.runtime), self.runtime.now_ms, self._on_event
+        )
+        self.fetcher = Fetcher(self._fetch, max_poll_records=self.spec.max_poll_records)
+
+    # -- the application loop ----------------------------------------------------------------
+
+    async def _run(self) -> None:
+        self._new_client()
+        self.stats.status = "running"
+        loop = asyncio.get_running_loop()
+        next_behaviour_at = loop.time() + self.spec.period_ms / 1000
+        try:
+            while not self._stop.is_set():
+                if self.paused:
+                    await asyncio.sleep(self.spec.idle_poll_ms / 1000)
+                    continue
+                processing_ms = self._poll_once()
+                if loop.time() >= next_behaviour_at:
+                    next_behaviour_at = loop.time() + self.spec.period_ms / 1000
+                    if not await self._misbehave():
+                        return
+                    continue
+                await asyncio.sleep(
+                    max(processing_ms, self.spec.idle_poll_ms if not processing_ms else 0) / 1000
+                )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("simulated consumer %s failed", self.name)
+            self.stats.status = "failed"
+            if self.driver is not None:
+                self.driver.stop()
+
+    def _poll_once(self) -> float:
+        """One poll(): returns how long processing the returned records takes (ms)."""
+        assert self.driver is not None
+        client = self.driver.client
+        self.driver.poll()
+        self.stats.polls += 1
+        self._follow_assignment(client)
+        if client.state is not MemberState.STABLE:
+            return 0.0
+        records = self.fetcher.poll()
+        count = 0
+        for r in records:
+            client.record_consumed(r.topic, r.partition, r.end)
+            count += r.count
+        self.stats.consumed += count
+        return count * self.spec.record_processing_ms
+
+    def _follow_assignment(self, client: GroupClient) -> None:
+        """Keep the fetcher on the client's partitions, at the positions the client knows
+        (its committed offsets, fetched after each assignment)."""
+        owned = client.assignment
+        current = set(self.fetcher.assignment)
+        gone = current - owned
+        if gone:
+            self.fetcher.revoke(gone)
+        positions = client.positions
+        new: dict[TopicPartition, int] = {}
+        for tp in owned - current:
+            position = positions.get(tp)
+            if position is None:
+                continue  # its OffsetFetch is on the way
+            if position < 0:
+                client.seek(tp[0], tp[1], 0)
+                position = 0
+            new[tp] = position
+        if new:
+            self.fetcher.assign(new)
+
+    def _on_event(self, event: ClientEvent) -> None:
+        if isinstance(event, JoinedGroup | PartitionsAssigned | PartitionsRevoked | PartitionsLost):
+            self.stats.history.append(f"{event.type} {event.to_json()}")
+            del self.stats.history[:-20]
+
+    def _fetch(self, asked: list[tuple[TopicPartition, int]]) -> dict[TopicPartition, int]:
+        now = self.runtime.now_ms()
+        limit = self.spec.max_partition_fetch_records
+        out = {}
+        for (topic, partition), offset in asked:
+            end = self.runtime.topics.log_end_offset(topic, partition, now)
+            if end is not None and end > offset:
+                out[topic, partition] = min(end, offset + limit)
+        return out
+
+    async def _misbehave(self) -> bool:
+        """This behaviour's periodic act; False when the consumer is done."""
+        assert self.driver is not None
+        behaviour = self.spec.behaviour
+        if behaviour is Behaviour.SLOW:
+            self.stats.history.append("processing a batch slower than max.poll.interval.ms")
+            await self._sleep_ms(self.spec.max_poll_interval_ms * 1.3)
+        elif behaviour is Behaviour.CRASH:
+            self.stats.history.append("crashed")
+            self.driver.stop()
+            self.stats.status = "crashed"
+            return False
+        elif behaviour is Behaviour.FLAPPING:
+            self.stats.history.append("left and rejoined as a new member")
+            await self.driver.close()
+            await self._sleep_ms(500)
+            self._new_client()
+            self.stats.restarts += 1
+        elif behaviour is Behaviour.STATIC_RESTART:
+            self.stats.history.append("restarted (static member)")
+            self.driver.stop()
+            await self._sleep_ms(min(2_000, self.spec.session_timeout_ms // 3))
+            self._new_client()
+            self.stats.restarts += 1
+        elif behaviour is Behaviour.GRACEFUL_LEAVE:
+            self.stats.history.append("left the group")
+            await self.driver.close()
+            self.stats.status = "left"
+            return False
+        return True
+
+    async def _sleep_ms(self, ms: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), ms / 1000)
+
+    # -- what the API shows ------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        client = self.driver.client if self.driver is not None else None
+        return {
+            "name": self.name,
+            "spec": self.spec.to_json(),
+            "status": "paused"
+            if self.paused and self.stats.status == "running"
+            else self.stats.status,
+            "member_id": client.member_id if client else "",
+            "generation": client.generation if client else -1,
+            "state": client.state.value if client else None,
+            "assignment": sorted([t, p] for t, p in client.assignment) if client else [],
+            "consumed": self.stats.consumed,
+            "polls": self.stats.polls,
+            "restarts": self.stats.restarts,
+            "history": self.stats.history[-10:],
+        }

@@ -1,0 +1,102 @@
+"""The live demo `make run` starts: two groups that keep rebalancing.
+
+- `orders-eager` (eager `range` over `orders`, 12 partitions): steady members, one that flaps
+  (leaves and rejoins), one too slow for max.poll.interval.ms, one that crashes (session
+  timeout) — a crashed or departed member is replaced, so the churn never stops.
+- `payments-coop` (`cooperative-sticky` over `payments`, 8 partitions): three static members
+  (KIP-345) that restart without causing a rebalance, a steady dynamic member, and one that
+  leaves gracefully and comes back (incremental cooperative rebalances, KIP-429).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from .consumer import Behaviour, ConsumerSpec
+from .manager import Simulation
+
+logger = logging.getLogger(__name__)
+
+TOPICS = {"orders": (12, 200.0), "payments": (8, 60.0)}
+
+
+def demo_specs() -> list[tuple[str, ConsumerSpec]]:
+    orders = ("orders",)
+    payments = ("payments",)
+    return [
+        ("orders-steady-1", ConsumerSpec(group_id="orders-eager", topics=orders)),
+        ("orders-steady-2", ConsumerSpec(group_id="orders-eager", topics=orders)),
+        (
+            "orders-flapping",
+            ConsumerSpec(
+                group_id="orders-eager",
+                topics=orders,
+                behaviour=Behaviour.FLAPPING,
+                period_ms=45_000,
+            ),
+        ),
+        (
+            "orders-slow",
+            ConsumerSpec(
+                group_id="orders-eager",
+                topics=orders,
+                behaviour=Behaviour.SLOW,
+                period_ms=70_000,
+                max_poll_interval_ms=15_000,
+            ),
+        ),
+        (
+            "orders-crash",
+            ConsumerSpec(
+                group_id="orders-eager", topics=orders, behaviour=Behaviour.CRASH, period_ms=60_000
+            ),
+        ),
+        *[
+            (
+                f"payments-static-{i}",
+                ConsumerSpec(
+                    group_id="payments-coop",
+                    topics=payments,
+                    assignor="cooperative-sticky",
+                    behaviour=Behaviour.STATIC_RESTART,
+                    group_instance_id=f"payments-{i}",
+                    period_ms=period,
+                ),
+            )
+            for i, period in ((1, 40_000), (2, 55_000), (3, 75_000))
+        ],
+        (
+            "payments-steady",
+            ConsumerSpec(group_id="payments-coop", topics=payments, assignor="cooperative-sticky"),
+        ),
+        (
+            "payments-leaver",
+            ConsumerSpec(
+                group_id="payments-coop",
+                topics=payments,
+                assignor="cooperative-sticky",
+                behaviour=Behaviour.GRACEFUL_LEAVE,
+                period_ms=50_000,
+            ),
+        ),
+    ]
+
+
+async def run_demo(runtime: Any, simulation: Simulation, *, respawn_after_s: float = 15) -> None:
+    """Create the demo topics (if absent), start the consumers, and replace any that crashed or
+    left after `respawn_after_s`, forever."""
+    for name, (partitions, rate) in TOPICS.items():
+        if runtime.topics.get(name) is None:
+            await runtime.create_topic(name, partitions, rate)
+    specs = demo_specs()
+    for name, spec in specs:
+        simulation.spawn(spec, name)
+    logger.info("demo: %d simulated consumers in 2 groups", len(specs))
+    while True:
+        await asyncio.sleep(respawn_after_s)
+        for name, spec in specs:
+            consumer = simulation.consumers.get(name)
+            if consumer is not None and consumer.done:
+                simulation.spawn(spec, name)
