@@ -1,10 +1,17 @@
-# One entry point per job. `make test` is what CI runs (see .ci/run and README.md).
+# One entry point per job. `make run` is the README's first command (the dashboard with a live
+# demo); `make test` is its second, and what CI runs (.ci/run).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
 
-.PHONY: test lint typecheck pytest bench clean
+.PHONY: run test system venv lint typecheck pytest bench clean
+
+## Debian packages (redis-server): installed once, as root, by the project's own script.
+system:
+	scripts/install-system-packages.sh
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +21,12 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 venv: $(STAMP)
 
+## Everything, then the server with a live demo (Ctrl-C stops all it started).
+run: system $(STAMP)
+	HOST=$(HOST) PORT=$(PORT) scripts/run.sh
+
 ## The whole suite: lint, strict type-check of the engine, then every test.
-test: $(STAMP) lint typecheck pytest
+test: system $(STAMP) lint typecheck pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -6,6 +6,7 @@ use it. Names are unique and stable (`<group>-<behaviour>-<n>`), so a person can
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from typing import Any
 
@@ -61,9 +62,9 @@ class Simulation:
         return [c.to_json() for _, c in sorted(self.consumers.items())]
 
     async def stop_all(self) -> None:
-        for consumer in list(self.consumers.values()):
-            if not consumer.done:
-                await consumer.stop(graceful=True)
+        """Close every running consumer (commit + LeaveGroup), all at once."""
+        running = [c for c in self.consumers.values() if not c.done]
+        await asyncio.gather(*(c.stop(graceful=True) for c in running))
 
 
 def spec_from_json(data: Any) -> ConsumerSpec:

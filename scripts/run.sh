@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The live demo: a local Redis (channel layer), the database schema, then Daphne with the
+# coordinator runtime and the demo groups. Ctrl-C stops every process this script started:
+# the server first (its consumers leave their groups, its state is flushed), then Redis.
+# Settings: HOST, PORT (the site), REDIS_PORT (a Redis already listening there is reused).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+HOST=${HOST:-127.0.0.1}
+PORT=${PORT:-8000}
+REDIS_PORT=${REDIS_PORT:-6379}
+PY=.venv/bin/python
+mkdir -p var
+
+redis_pid=""
+server_pid=""
+stop() {
+    trap - EXIT INT TERM
+    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+        kill -TERM "$server_pid" 2>/dev/null || true
+        for _ in $(seq 150); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$server_pid" 2>/dev/null || true
+    fi
+    if [ -n "$redis_pid" ]; then
+        kill -TERM "$redis_pid" 2>/dev/null || true
+        wait "$redis_pid" 2>/dev/null || true
+    fi
+}
+trap stop EXIT INT TERM
+
+if redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1; then
+    echo "using the Redis already listening on port $REDIS_PORT"
+else
+    # Its own session: Ctrl-C reaches the server, and Redis outlives it until the server is done.
+    setsid redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+        >var/redis.log 2>&1 &
+    redis_pid=$!
+    for _ in $(seq 50); do
+        redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 || {
+        echo "error: redis-server did not start on port $REDIS_PORT (see var/redis.log)" >&2
+        exit 1
+    }
+fi
+export REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+
+"$PY" manage.py migrate --noinput >/dev/null
+setsid "$PY" manage.py serve --host "$HOST" --port "$PORT" --demo &
+server_pid=$!
+wait "$server_pid"
