@@ -31,9 +31,12 @@ from typing import Any, Protocol
 
 from coordinator_engine.client import ClientEvent, GroupClient
 
-from .protocol import decode_response, request_frame
+from .protocol import FrameError, decode_response, request_frame
 
 logger = logging.getLogger(__name__)
+
+#: How long `ClientDriver.close` waits beyond the client's close timeout for its LeaveGroup.
+CLOSE_GRACE_MS = 500
 
 OnResponse = Callable[[Any], None]
 OnFailure = Callable[[str], None]
@@ -58,11 +61,28 @@ class InProcessTransport:
 
 
 class WebsocketTransport:
-    """The websocket consumer protocol, with reconnection. `await start()` before use."""
+    """The websocket consumer protocol, with reconnection. `await start()` before use.
 
-    def __init__(self, url: str, *, reconnect_backoff_ms: int = 500) -> None:
+    One socket per transport, as a Kafka client holds one connection per broker. While it is
+    down, `send` fails at once ("not connected"): the client backs off and retries, as Kafka's
+    does when its coordinator is unreachable. A reply that does not decode fails its request
+    only; the socket stays up.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        reconnect_backoff_ms: int = 500,
+        open_timeout_s: float = 30.0,
+        ping_interval_s: float | None = 20.0,
+    ) -> None:
         self.url = url
         self.reconnect_backoff_ms = reconnect_backoff_ms
+        self.open_timeout_s = open_timeout_s
+        self.ping_interval_s = ping_interval_s
+        #: How many times a connection was established (1 after the first).
+        self.connections = 0
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[str, OnResponse, OnFailure]] = {}
         self._socket: Any = None
@@ -70,13 +90,24 @@ class WebsocketTransport:
         self._connected = asyncio.Event()
         self._closed = False
 
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"websocket {self.url}")
 
-    async def close(self) -> None:
+    async def close(self, drain_timeout_s: float = 1.0) -> None:
+        """Close the socket once the requests in flight are answered (a LeaveGroup sent by a
+        closing client, say), or after ``drain_timeout_s``; what is still unanswered fails."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + drain_timeout_s
+        while self._pending and self.connected and loop.time() < deadline:
+            await asyncio.sleep(0.01)
         self._closed = True
         if self._socket is not None:
-            await self._socket.close()
+            with contextlib.suppress(Exception):
+                await self._socket.close()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -84,61 +115,96 @@ class WebsocketTransport:
         self._fail_all("transport closed")
 
     def send(self, request: Any, on_response: OnResponse, on_failure: OnFailure) -> None:
-        if self._socket is None or not self._connected.is_set():
+        socket = self._socket
+        if socket is None or not self._connected.is_set():
             on_failure("not connected")
             return
         frame_id = next(self._ids)
         frame = request_frame(frame_id, request)
         self._pending[frame_id] = (frame["api"], on_response, on_failure)
-        asyncio.get_running_loop().create_task(self._write(frame_id, json.dumps(frame)))
+        # Bound to this socket: if the connection is lost before the write runs, the request
+        # has failed with it already and must not go out on the next connection.
+        asyncio.get_running_loop().create_task(self._write(socket, frame_id, json.dumps(frame)))
 
-    async def _write(self, frame_id: int, text: str) -> None:
+    async def _write(self, socket: Any, frame_id: int, text: str) -> None:
         try:
-            await self._socket.send(text)
+            await socket.send(text)
         except Exception as exc:
             entry = self._pending.pop(frame_id, None)
             if entry is not None:
-                entry[2](f"send failed: {exc}")
+                _call(entry[2], f"send failed: {exc}")
 
     async def _run(self) -> None:
         from websockets.asyncio.client import connect
 
+        failures = 0
         while not self._closed:
             try:
-                async with connect(self.url, max_size=8 * 1024 * 1024) as socket:
+                async with connect(
+                    self.url,
+                    max_size=8 * 1024 * 1024,
+                    open_timeout=self.open_timeout_s,
+                    ping_interval=self.ping_interval_s,
+                    compression=None,  # small JSON frames: deflate costs more than it saves
+                ) as socket:
                     self._socket = socket
+                    self.connections += 1
+                    failures = 0
                     self._connected.set()
                     async for message in socket:
                         self._dispatch(message)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                logger.info("websocket %s: %s", self.url, exc)
+                # Said once per outage: a server that is down for a while is tried every
+                # backoff, and each refused attempt would otherwise log a line.
+                failures += 1
+                log = logger.info if failures == 1 else logger.debug
+                log("websocket %s: %s", self.url, exc)
             self._connected.clear()
             self._socket = None
-            self._fail_all("connection lost")
+            self._fail_all("transport closed" if self._closed else "connection lost")
             if not self._closed:
                 await asyncio.sleep(self.reconnect_backoff_ms / 1000)
 
     def _dispatch(self, message: str | bytes) -> None:
-        frame = json.loads(message)
+        try:
+            frame = json.loads(message)
+        except ValueError:
+            logger.warning("websocket %s: a reply that is not JSON: %.200r", self.url, message)
+            return
         entry = self._pending.pop(frame.get("id"), None) if isinstance(frame, dict) else None
         if entry is None:
             logger.warning("websocket %s: reply to no request: %.200s", self.url, message)
             return
         api, on_response, on_failure = entry
         if "error" in frame:
-            on_failure(f"{frame['error'].get('code')}: {frame['error'].get('message')}")
+            error = frame["error"] if isinstance(frame["error"], dict) else {}
+            _call(on_failure, f"{error.get('code')}: {error.get('message')}")
             return
-        on_response(decode_response(api, frame["response"]))
+        try:
+            response = decode_response(api, frame.get("response"))
+        except FrameError as exc:
+            logger.warning("websocket %s: malformed %s reply: %s", self.url, api, exc.message)
+            _call(on_failure, f"malformed {api} reply: {exc.message}")
+            return
+        _call(on_response, response)
 
     def _fail_all(self, reason: str) -> None:
         pending, self._pending = self._pending, {}
         for _, _, on_failure in pending.values():
-            on_failure(reason)
+            _call(on_failure, reason)
 
     async def wait_connected(self, timeout_s: float | None = None) -> None:
         await asyncio.wait_for(self._connected.wait(), timeout_s)
+
+
+def _call(callback: Callable[[Any], None], argument: Any) -> None:
+    """Run a reply callback; a bug in it is logged, never taken for a lost connection."""
+    try:
+        callback(argument)
+    except Exception:
+        logger.exception("websocket reply callback %r failed", callback)
 
 
 class ClientDriver:
@@ -212,8 +278,10 @@ class ClientDriver:
             return
         self.client.close(self.clock(), timeout_ms)
         self.kick()
-        deadline = self.clock() + timeout_ms
-        while not self.client.closed and self.clock() < deadline:
+        # The client gives up on its commit at `timeout_ms` and only then sends LeaveGroup:
+        # wait a little longer than that, or the LeaveGroup would be cut off.
+        deadline = self.clock() + timeout_ms + CLOSE_GRACE_MS
+        while not self.client.closed and not self.stopped and self.clock() < deadline:
             await asyncio.sleep(0.01)
         self.stop()
 

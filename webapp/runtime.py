@@ -32,6 +32,10 @@ engine's only caller: the websocket consumers, the JSON API, in-process simulate
   A restart, including after ``kill -9``, replays the log: groups, generations, assignments and
   offsets come back, members' sessions restart from now.
 
+* **Profiling** (``REBALANCE_LAB_PROFILE_ENGINE=1``): :class:`EngineProfile` adds up the wall
+  time spent inside ``coord.handle`` (the record append included) and ``coord.advance``, so a
+  benchmark can tell the engine's share of a run from the host's (``/healthz`` reports it).
+
 FindCoordinator and Metadata are answered here, not by the engine: this process is node 0 at
 ``ADVERTISED_HOST:ADVERTISED_PORT`` and the topics come from :class:`~webapp.topics.TopicRegistry`.
 """
@@ -87,6 +91,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "CoordinatorRuntime",
+    "EngineProfile",
     "ManualClock",
     "RuntimeNotReady",
     "WallClock",
@@ -130,6 +135,29 @@ class ManualClock:
     def advance(self, ms: int) -> int:
         self.now_ms += ms
         return self.now_ms
+
+
+class EngineProfile:
+    """Wall time spent inside the engine's calls, and how many (``REBALANCE_LAB_PROFILE_ENGINE``).
+
+    Two ``perf_counter`` reads per call; a runtime without a profile reads none.
+    """
+
+    __slots__ = ("advance_calls", "advance_s", "handle_calls", "handle_s")
+
+    def __init__(self) -> None:
+        self.handle_calls = 0
+        self.handle_s = 0.0
+        self.advance_calls = 0
+        self.advance_s = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "handle_calls": self.handle_calls,
+            "handle_s": round(self.handle_s, 6),
+            "advance_calls": self.advance_calls,
+            "advance_s": round(self.advance_s, 6),
+        }
 
 
 class _LogLock:
@@ -208,6 +236,7 @@ class CoordinatorRuntime:
         channel_layer_alias: str | None = DEFAULT_CHANNEL_LAYER,
         history_interval_s: float = 0.1,
         history_batch_size: int = 500,
+        profile_engine: bool = False,
     ) -> None:
         self.log_path = Path(log_path)
         self.config = config if config is not None else CoordinatorConfig()
@@ -231,6 +260,8 @@ class CoordinatorRuntime:
         self._last_now = 0
         self._timer: asyncio.TimerHandle | None = None
         self._armed_deadline: int | None = None
+        #: Time spent in the engine, when asked for (``profile_engine``); None otherwise.
+        self.engine_profile: EngineProfile | None = EngineProfile() if profile_engine else None
 
     @classmethod
     def from_settings(cls) -> CoordinatorRuntime:
@@ -241,6 +272,7 @@ class CoordinatorRuntime:
             config=settings.COORDINATOR_CONFIG,
             advertised_host=settings.ADVERTISED_HOST,
             advertised_port=settings.ADVERTISED_PORT,
+            profile_engine=settings.REBALANCE_LAB_PROFILE_ENGINE,
         )
 
     # ---------------------------------------------------------------- life cycle
@@ -383,6 +415,8 @@ class CoordinatorRuntime:
         """Fire every engine timer due now (the timer does this itself; tests and simulations
         with a :class:`ManualClock` call it after moving the clock)."""
         self._check_serving()
+        profile = self.engine_profile
+        started = time.perf_counter() if profile is not None else 0.0
         try:
             self.coordinator.advance(self._now())
         except Exception:
@@ -392,6 +426,10 @@ class CoordinatorRuntime:
             self._armed_deadline = None
             self._timer = self._loop.call_later(1.0, self._on_timer)
             return
+        finally:
+            if profile is not None:
+                profile.advance_calls += 1
+                profile.advance_s += time.perf_counter() - started
         self._rearm()
 
     # ---------------------------------------------------------------- requests
@@ -412,9 +450,14 @@ class CoordinatorRuntime:
             return Reply.of(self.find_coordinator(request))
         if kind is MetadataRequest:
             return Reply.of(self.metadata(request))
+        profile = self.engine_profile
+        started = time.perf_counter() if profile is not None else 0.0
         try:
             return self.coordinator.handle(request, self._now())
         finally:
+            if profile is not None:
+                profile.handle_calls += 1
+                profile.handle_s += time.perf_counter() - started
             self._rearm()
 
     async def submit(self, request: Any) -> Any:

@@ -11,6 +11,8 @@ style: every knob is an environment variable with a typed helper and a working d
 * ``COORDINATOR_<FIELD>`` (Kafka's defaults): any int field of ``CoordinatorConfig``, e.g.
   ``COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS=0``; ``COORDINATOR_OWNED_PARTITIONS``: the
   comma-separated coordinator partitions this process serves (default all).
+* ``REBALANCE_LAB_PROFILE_ENGINE`` (off): add up the time spent inside the engine's calls and
+  report it in ``/healthz`` (``engine_profile``), for benchmarks.
 * ``SECRET_KEY``, ``DEBUG``, ``ALLOWED_HOSTS`` (``*``), ``LOG_LEVEL`` (``INFO``): as in Django.
 
 Relative paths are relative to the repository root. A malformed value fails at start-up with
@@ -185,3 +187,4 @@ REBALANCE_LAB_LOG_PATH = env_path("REBALANCE_LAB_LOG_PATH", "var/coordinator.db"
 ADVERTISED_HOST = env_str("ADVERTISED_HOST", "127.0.0.1")
 ADVERTISED_PORT = env_int("ADVERTISED_PORT", 8000)
 COORDINATOR_CONFIG = coordinator_config_from_env()
+REBALANCE_LAB_PROFILE_ENGINE = env_bool("REBALANCE_LAB_PROFILE_ENGINE", False)

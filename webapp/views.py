@@ -192,9 +192,14 @@ async def healthz(request: HttpRequest) -> HttpResponse:
         return JsonResponse({"status": "unavailable", "error": str(exc)}, status=503)
     log_path = str(runtime.log_path)
     if runtime.ready:
-        return JsonResponse(
-            {"status": "ok", "groups": len(runtime.group_ids()), "log_path": log_path}
-        )
+        body: dict[str, Any] = {
+            "status": "ok",
+            "groups": len(runtime.group_ids()),
+            "log_path": log_path,
+        }
+        if runtime.engine_profile is not None:
+            body["engine_profile"] = runtime.engine_profile.to_json()
+        return JsonResponse(body)
     task = runtime.start_task
     if task is not None and task.done():
         error = task.exception() if not task.cancelled() else None

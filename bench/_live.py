@@ -1,0 +1,243 @@
+"""What the live benchmarks (`ws_join.py`, `ws_hold.py`) share: a redis-server and a real
+`manage.py serve` process in a temporary directory, and consumers that are the real client
+stack — one `GroupClient` + `WebsocketTransport` (its own socket) + `ClientDriver` each — many of
+them on this process's event loop.
+
+Not a benchmark itself (no table, no JSON line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+from coordinator_engine.client import ClientEvent, ConsumerConfig, GroupClient  # noqa: E402
+from webapp.client_driver import ClientDriver, WebsocketTransport  # noqa: E402
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+def raise_open_files_limit() -> int:
+    """Raise this process's (and its children's) open-file limit to the hard limit: one
+    socket per consumer here, one per consumer in the server. Returns the new limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def process_rss_mb(pid: int) -> float:
+    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if row.startswith("VmRSS:"):
+            return int(row.split()[1]) / 1024
+    return 0.0
+
+
+def own_rss_mb() -> float:
+    return process_rss_mb(os.getpid())
+
+
+def own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class RedisServer:
+    """A throwaway redis-server on a free port (no snapshots, no append-only file)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise SystemExit("redis-server is not installed (`make system` installs it)")
+        options = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), *options],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit("redis-server did not answer")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+class LabServer:
+    """`manage.py serve` with its own log, database and output under `workdir`, the Redis
+    channel layer, and `REBALANCE_LAB_PROFILE_ENGINE=1` (engine time in /healthz)."""
+
+    def __init__(self, workdir: Path, redis_url: str, **settings: str) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.url = f"ws://127.0.0.1:{self.port}/ws/consumer/"
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "webapp.settings",
+            "CHANNEL_LAYER": "redis",
+            "REDIS_URL": redis_url,
+            "REBALANCE_LAB_LOG_PATH": str(workdir / "coordinator.db"),
+            "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",
+            "REBALANCE_LAB_PROFILE_ENGINE": "1",
+            **settings,
+        }
+        self.output = workdir / "serve.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def start(self, timeout_s: float = 60) -> None:
+        with self.output.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "manage.py", "serve", "--port", str(self.port), "-v", "0"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"serve exited:\n{self.output.read_text()}")
+            try:
+                if self.get("/healthz")["status"] == "ok":
+                    return
+            except (OSError, urllib.error.URLError, ValueError):
+                pass
+            time.sleep(0.05)
+        raise SystemExit(f"serve did not become healthy:\n{self.output.read_text()}")
+
+    def get(self, path: str, timeout_s: float = 30) -> Any:
+        url = f"http://127.0.0.1:{self.port}{path}"
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            return json.loads(response.read())
+
+    def post(self, path: str, body: Any) -> Any:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    def engine_s(self) -> float:
+        """Seconds spent inside the engine's handle() and advance() so far."""
+        profile = self.get("/healthz")["engine_profile"]
+        return float(profile["handle_s"] + profile["advance_s"])
+
+    def cpu_s(self) -> float:
+        return process_cpu_s(self.pid)
+
+    def rss_mb(self) -> float:
+        return process_rss_mb(self.pid)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class Member:
+    """One consumer as a real client process runs it: its own socket, its own driver."""
+
+    __slots__ = ("client", "driver", "transport")
+
+    def __init__(
+        self,
+        url: str,
+        config: ConsumerConfig,
+        on_event: Callable[[Member, ClientEvent], None] | None = None,
+        transport: WebsocketTransport | None = None,
+    ) -> None:
+        self.transport = transport if transport is not None else WebsocketTransport(url)
+        self.client = GroupClient(config, monotonic_ms())
+        callback = None if on_event is None else (lambda event: on_event(self, event))
+        self.driver = ClientDriver(self.client, self.transport, monotonic_ms, callback)
+
+
+async def connect_all(members: Iterable[Member], concurrency: int = 32) -> None:
+    """Open every member's socket, `concurrency` handshakes at a time (the server listens
+    with Twisted's default backlog of 50)."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def connect(member: Member) -> None:
+        async with gate:
+            await member.transport.start()
+            await member.transport.wait_connected(120)
+
+    await asyncio.gather(*(connect(member) for member in members))
+
+
+async def close_all(members: Iterable[Member]) -> None:
+    """Stop every member at once (no LeaveGroup) and close its socket."""
+    members = list(members)
+    for member in members:
+        member.driver.stop()
+    await asyncio.gather(*(m.transport.close(drain_timeout_s=0) for m in members))
+
+
+def print_table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+    cells = [tuple(str(c) for c in row) for row in [header, *rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    for n, row in enumerate(cells):
+        pairs = enumerate(zip(row, widths, strict=True))
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in pairs))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
