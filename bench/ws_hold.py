@@ -162,7 +162,8 @@ async def hold(server: LabServer, size: int, duration_s: float) -> dict[str, Any
             wave_started = time.perf_counter()
             while not all_stable(joining):
                 if time.perf_counter() - wave_started > WAVE_TIMEOUT_S:
-                    return {"size": size, "joined": False, "held": False}
+                    stable = sum(m.client.state is MemberState.STABLE for m in members)
+                    return {"size": size, "joined": False, "held": False, "stable": stable}
                 await asyncio.sleep(0.1)
         stable = time.perf_counter()
         generations = [m.client.generation for m in members]
@@ -260,7 +261,8 @@ def main() -> None:
     rows = []
     for r in results:
         if not r["joined"]:
-            rows.append((f"{r['size']:,}", "no", *[""] * 13))
+            not_joined = f"NO: {r['stable']:,} Stable after {WAVE_TIMEOUT_S} s of a wave"
+            rows.append((f"{r['size']:,}", not_joined, *[""] * 13))
             continue
         rows.append(
             (
