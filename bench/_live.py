@@ -212,9 +212,9 @@ class Member:
         self.driver = ClientDriver(self.client, self.transport, monotonic_ms, callback)
 
 
-async def connect_all(members: Iterable[Member], concurrency: int = 32) -> None:
-    """Open every member's socket, `concurrency` handshakes at a time (the server listens
-    with Twisted's default backlog of 50)."""
+async def connect_all(members: Iterable[Member], concurrency: int = 1024) -> None:
+    """Open every member's socket, at most `concurrency` handshakes at a time (`serve`
+    listens with a backlog of 1,024)."""
     gate = asyncio.Semaphore(concurrency)
 
     async def connect(member: Member) -> None:

@@ -20,12 +20,13 @@ import time
 from collections import deque
 from typing import Any
 
+from autobahn.exception import Disconnected
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from coordinator_engine import JoinGroupRequest
 
 from . import protocol
-from .runtime import CoordinatorRuntime, get_runtime
+from .runtime import CoordinatorRuntime, RuntimeNotReady, get_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class ConsumerProtocolConsumer(AsyncWebsocketConsumer):
         self._tasks: set[asyncio.Task[None]] = set()
         self._malformed: deque[float] = deque()
         self._closing = False
+        self._closed = False
         await self.accept()
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -109,6 +111,10 @@ class ConsumerProtocolConsumer(AsyncWebsocketConsumer):
             response = await self.runtime.submit(self._with_client_host(frame.request))
         except asyncio.CancelledError:
             raise
+        except RuntimeNotReady as exc:
+            # Starting (the log replays) or stopping: the client retries, as a Kafka client
+            # told COORDINATOR_NOT_AVAILABLE looks for the coordinator again.
+            reply = protocol.error_frame(frame.id, protocol.UNAVAILABLE, str(exc))
         except Exception:
             logger.exception("websocket consumer: %s request %d failed", frame.api, frame.id)
             reply = protocol.error_frame(
@@ -119,10 +125,21 @@ class ConsumerProtocolConsumer(AsyncWebsocketConsumer):
         await self._send(reply)
 
     async def _send(self, frame: dict[str, Any]) -> None:
-        await self.send(text_data=protocol.dumps(frame))
+        text = protocol.dumps(frame)
+        if self._closed:
+            return
+        try:
+            await self.send(text_data=text)
+        except Disconnected:
+            # The client closed its socket with this reply in flight (Daphne raises before
+            # Channels delivers websocket.disconnect): the reply has nowhere to go, as a
+            # Kafka broker's response to a closed connection.
+            self._closed = True
+            logger.debug("websocket consumer: reply %s dropped, the socket closed", frame["id"])
 
     async def disconnect(self, code: int) -> None:
         # The requests in flight stay handled (a parked JoinGroup keeps its place in the
         # group, as in Kafka); only their replies have nowhere to go.
+        self._closed = True
         for task in getattr(self, "_tasks", ()):
             task.cancel()

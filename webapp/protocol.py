@@ -133,6 +133,7 @@ UNKNOWN_API: Final = "unknown_api"
 INVALID_REQUEST: Final = "invalid_request"
 FRAME_TOO_LARGE: Final = "frame_too_large"
 INTERNAL_ERROR: Final = "internal_error"
+UNAVAILABLE: Final = "unavailable"
 
 
 class FrameError(Exception):

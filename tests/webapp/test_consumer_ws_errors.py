@@ -290,6 +290,18 @@ async def test_an_engine_failure_is_an_internal_error_reply_and_the_socket_carri
     assert await ws.call("ListGroups", {}) == {"error_code": 0, "groups": []}
 
 
+async def test_a_request_while_the_runtime_stops_is_an_unavailable_reply(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    assert await ws.call("ListGroups", {}) == {"error_code": 0, "groups": []}
+    await runtime.stop()
+    await ws.send("Heartbeat", HEARTBEAT, frame_id=4)
+    assert await ws.recv() == {
+        "id": 4,
+        "error": {"code": "unavailable", "message": "the coordinator runtime is not serving"},
+    }
+
+
 async def test_a_connection_is_refused_when_the_runtime_cannot_start(
     transactional_db: None, make_runtime: Any, tmp_path: Any
 ) -> None:

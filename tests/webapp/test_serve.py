@@ -171,3 +171,24 @@ def test_serve_refuses_a_log_another_process_owns(server: Server, tmp_path: Path
     output = server.output.read_text()
     assert "the coordinator runtime could not start" in output
     assert "is in use by pid 4242" in output
+
+
+def test_replies_to_closed_sockets_are_dropped_quietly(server: Server) -> None:
+    """Clients that close their socket with requests in flight: the replies have nowhere to
+    go. The server drops them without an error or a "Task exception was never retrieved",
+    and goes on serving."""
+    server.start()
+    burst = [
+        json.dumps({"id": n, "api": "DescribeGroups", "request": {"group_ids": ["g"]}})
+        for n in range(200)
+    ]
+    for _ in range(20):
+        with server.websocket() as ws:
+            for frame in burst:
+                ws.send(frame)
+    with server.websocket() as ws:
+        assert call(ws, 1, "ListGroups", {})["error_code"] == 0
+    server.stop(signal.SIGTERM)
+    output = server.output.read_text()
+    assert "never retrieved" not in output, output
+    assert "Traceback" not in output, output

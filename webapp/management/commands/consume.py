@@ -6,7 +6,9 @@ The consumer is the sans-IO ``GroupClient`` (``coordinator_engine.client``) on a
 its application: every ``--poll-interval-ms`` it calls ``poll()`` and "consumes". The lab has
 no Fetch API, so consuming means advancing each owned partition's position by
 ``--consume-rate`` records per second (``record_consumed``); the client auto-commits those
-positions every ``--auto-commit-interval-ms`` and before it gives a partition up.
+positions every ``--auto-commit-interval-ms`` and before it gives a partition up. Nor does
+the protocol carry log-end offsets (no ListOffsets), so a rate above the topic's produce rate
+runs ahead of its log end; the JSON API shows such a partition's lag as 0.
 
 It prints one line per event that matters, flushed at once, ``<event> key=value ...``; lists
 are comma-separated (``orders-0,orders-3``, Kafka's ``TopicPartition`` spelling; offsets as

@@ -32,6 +32,11 @@ from webapp.simulation.manager import simulation_for
 
 logger = logging.getLogger("webapp.serve")
 
+# Twisted listens with a backlog of 50: when hundreds of consumers connect at once (a deploy,
+# a restart) the overflow waits for SYN retransmits (1 s, then 3 s). The kernel caps this at
+# net.core.somaxconn (4096 on current Linux).
+LISTEN_BACKLOG = 1024
+
 
 class Command(BaseCommand):
     help = "Serve Rebalance Lab: Daphne (HTTP + websockets) and the coordinator runtime."
@@ -71,7 +76,10 @@ class Command(BaseCommand):
         install_runtime(runtime)
         server = daphne.server.Server(
             application=application,
-            endpoints=build_endpoint_description_strings(host=host, port=port),
+            endpoints=[
+                f"{endpoint}:backlog={LISTEN_BACKLOG}"
+                for endpoint in build_endpoint_description_strings(host=host, port=port)
+            ],
             action_logger=AccessLogGenerator(sys.stdout) if verbosity >= 1 else None,
             # Frames up to 4 MiB reach the consumer, which refuses those over 1 MiB with a
             # frame_too_large reply; bigger ones are closed by Daphne (1009).
