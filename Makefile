@@ -7,9 +7,10 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test system venv lint typecheck pytest bench clean
+.PHONY: run test system venv lint typecheck jstest pytest bench clean
 
-## Debian packages (redis-server): installed once, as root, by the project's own script.
+## Debian packages (redis-server, chromium, Node.js if absent): installed once, as root, by
+## the project's own script.
 system:
 	scripts/install-system-packages.sh
 
@@ -21,12 +22,18 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 venv: $(STAMP)
 
+## Front-end libraries from the npm registry, exactly as package-lock.json pins them.
+NODE_STAMP := node_modules/.installed
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
 ## Everything, then the server with a live demo (Ctrl-C stops all it started).
-run: system $(STAMP)
+run: system $(STAMP) $(NODE_STAMP)
 	HOST=$(HOST) PORT=$(PORT) scripts/run.sh
 
 ## The whole suite: lint, strict type-check of the engine, then every test.
-test: system $(STAMP) lint typecheck pytest
+test: system $(STAMP) $(NODE_STAMP) lint typecheck jstest pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -35,7 +42,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict coordinator_engine
 
-pytest: $(STAMP)
+## The dashboard's pure modules (static/dashboard/*.js) under Node's own test runner.
+jstest: $(NODE_STAMP)
+	node --test static/dashboard/tests/
+
+pytest: $(STAMP) $(NODE_STAMP)
 	$(PY) -m pytest
 
 ## Benchmarks (not tests): each prints a table and ends with one JSON line.
@@ -44,4 +55,4 @@ bench: $(STAMP)
 	$(PY) bench/assignors.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) node_modules .mypy_cache .pytest_cache .ruff_cache .hypothesis

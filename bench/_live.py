@@ -122,6 +122,8 @@ class LabServer:
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
             "CHANNEL_LAYER": "redis",
+            # The benchmarks create topics through the JSON API, without a staff session.
+            "REBALANCE_LAB_OPEN_API": "1",
             "REDIS_URL": redis_url,
             "REBALANCE_LAB_LOG_PATH": str(workdir / "coordinator.db"),
             "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",

@@ -275,6 +275,34 @@ class GroupCoordinator:
     def remove_listener(self, fn: Callable[[GroupEvent], None]) -> None:
         self._listeners.remove(fn)
 
+    def trigger_rebalance(
+        self, group_id: str, now_ms: int, reason: str = "an admin requested a rebalance"
+    ) -> Errors:
+        """Start a rebalance of a group that has members, as Kafka's coordinator does when a
+        member's subscription changes: Stable or CompletingRebalance → PreparingRebalance
+        (a CompletingRebalance group's parked syncs get REBALANCE_IN_PROGRESS), and the
+        members learn of it from their next heartbeat. Kafka has no such API (its operators
+        restart or remove a member); the dashboard's staff action uses this.
+
+        Returns NONE when the rebalance started; REBALANCE_IN_PROGRESS when one is already
+        being prepared; GROUP_ID_NOT_FOUND for an unknown, Dead or Empty group (nobody to
+        rebalance); NOT_COORDINATOR for a group this coordinator does not own."""
+        if type(now_ms) is not int:
+            raise TypeError(f"now_ms must be an int, got {type(now_ms).__name__}")
+        if self._owns is not None and not self._owns(group_id):
+            return Errors.NOT_COORDINATOR
+        self._fire_due(now_ms)
+        group = self._groups.get(group_id)
+        if group is None or group.state in (Empty, Dead):
+            code = Errors.GROUP_ID_NOT_FOUND
+        elif group.state is PreparingRebalance:
+            code = Errors.REBALANCE_IN_PROGRESS
+        else:
+            self._prepare_rebalance(group, now_ms, reason)
+            code = NONE
+        self._drain()
+        return code
+
     def cleanup(self, now_ms: int) -> CleanupResult:
         """Kafka's `cleanupGroupMetadata` (KIP-211): expire offsets, and turn Empty groups with
         no offsets left Dead, writing offset tombstones and, for a group that ever had a

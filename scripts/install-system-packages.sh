@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs on this kind of machine (Debian, root):
-# redis-server (channel layer, Celery broker). Idempotent: does nothing when all are present.
+# redis-server (channel layer, Celery broker), chromium (the browser tests and bench/dashboard.py
+# drive /usr/bin/chromium headless), and Node.js with npm when the machine has none (the
+# dashboard's front-end libraries). Idempotent: does nothing when all are present.
 set -euo pipefail
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

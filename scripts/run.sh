@@ -47,6 +47,7 @@ fi
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
 
 "$PY" manage.py migrate --noinput >/dev/null
+"$PY" manage.py staffuser
 setsid "$PY" manage.py serve --host "$HOST" --port "$PORT" --demo &
 server_pid=$!
 wait "$server_pid"

@@ -9,8 +9,9 @@ deltas").
 
 The Channels message (its schema is :data:`EVENT_MESSAGE_SCHEMA`)::
 
-    {"type": "group.event", "event": {"seq": 7, "type": "StateChanged", "group_id": "orders",
-                                      "at_ms": 1700000000000, "from_state": "Empty", ...}}
+    {"type": "group.event", "event": {"seq": 7, "prev_seq": 4, "type": "StateChanged",
+                                      "group_id": "orders", "at_ms": 1700000000000,
+                                      "from_state": "Empty", ...}}
 
 ``event`` is exactly what ``GET /api/groups/<id>/events`` returns for that event. Pure module.
 """
@@ -48,10 +49,14 @@ class SequencedEvent:
 
     seq: int
     event: GroupEvent
+    #: The ``seq`` of the same group's previous event (0 for its first): a subscriber to one
+    #: group sees the global numbering jump, and tells a gap from other groups' events by this.
+    prev_seq: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        """``{"seq": ..., "type": ..., "group_id": ..., "at_ms": ..., <event fields>}``."""
-        return {"seq": self.seq, **self.event.to_json()}
+        """``{"seq": ..., "prev_seq": ..., "type": ..., "group_id": ..., "at_ms": ...,
+        <event fields>}``."""
+        return {"seq": self.seq, "prev_seq": self.prev_seq, **self.event.to_json()}
 
     def message(self) -> dict[str, Any]:
         """The Channels message published for this event."""
@@ -88,11 +93,12 @@ EVENT_MESSAGE_SCHEMA: dict[str, Any] = {
             "type": "object",
             "properties": {
                 "seq": {"type": "integer"},
+                "prev_seq": {"type": "integer"},
                 "type": {"type": "string"},
                 "group_id": {"type": "string"},
                 "at_ms": {"type": "integer"},
             },
-            "required": ["seq", "type", "group_id", "at_ms"],
+            "required": ["seq", "prev_seq", "type", "group_id", "at_ms"],
         },
     },
     "required": ["type", "event"],

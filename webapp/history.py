@@ -24,13 +24,19 @@ from collections import deque
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db.models import Max
 
 from .feed import ALL_GROUPS_CHANNEL_GROUP, SequencedEvent, group_channel_group
 from .models import GroupEvent
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HistoryWriter", "Publisher", "events_after", "max_stored_seq"]
+__all__ = [
+    "HistoryWriter",
+    "Publisher",
+    "events_after",
+    "last_stored_seq_per_group",
+]
 
 _ENVELOPE = ("type", "group_id", "at_ms")
 
@@ -39,6 +45,7 @@ def _row(item: SequencedEvent) -> GroupEvent:
     data = item.event.to_json()
     return GroupEvent(
         seq=item.seq,
+        prev_seq=item.prev_seq,
         group_id=item.event.group_id,
         type=item.event.type,
         at_ms=item.event.at_ms,
@@ -50,10 +57,10 @@ def _store(rows: list[GroupEvent]) -> None:
     GroupEvent.objects.bulk_create(rows, ignore_conflicts=True)
 
 
-def max_stored_seq() -> int:
-    """The highest stored sequence number, 0 when the history is empty (sync: ORM)."""
-    last = GroupEvent.objects.order_by("-seq").values_list("seq", flat=True).first()
-    return last or 0
+def last_stored_seq_per_group() -> dict[str, int]:
+    """Each group's highest stored sequence number (sync: ORM)."""
+    rows = GroupEvent.objects.values("group_id").annotate(last=Max("seq"))
+    return {row["group_id"]: row["last"] for row in rows}
 
 
 def events_after(group_id: str, after: int, limit: int) -> list[dict[str, Any]]:

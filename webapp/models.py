@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 
 from .topics import TopicSpec
@@ -51,6 +52,9 @@ class GroupEvent(models.Model):
     """
 
     seq = models.BigIntegerField(unique=True)
+    #: The seq of the same group's previous event (0 for its first): a reader of one group
+    #: tells a gap from other groups' events by it.
+    prev_seq = models.BigIntegerField(default=0)
     group_id = models.TextField()
     type = models.CharField(max_length=40)
     at_ms = models.BigIntegerField()
@@ -66,8 +70,33 @@ class GroupEvent(models.Model):
     def to_json(self) -> dict[str, Any]:
         return {
             "seq": self.seq,
+            "prev_seq": self.prev_seq,
             "type": self.type,
             "group_id": self.group_id,
             "at_ms": self.at_ms,
             **self.payload,
         }
+
+
+class AdminAction(models.Model):
+    """The audit record of one staff action on the dashboard (docs/dashboard.md): who, when,
+    what, with which parameters, and the result in words. Written whether the action
+    succeeded or was refused."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    username = models.CharField(max_length=150)  # kept if the user is deleted
+    action = models.CharField(max_length=40)
+    group_id = models.TextField(blank=True, default="")
+    parameters = models.JSONField(default=dict)
+    ok = models.BooleanField()
+    result = models.TextField()
+
+    class Meta:
+        ordering = ("-at", "-id")
+
+    def __str__(self) -> str:
+        outcome = "ok" if self.ok else "refused"
+        return f"{self.username}: {self.action} {self.group_id} ({outcome})"

@@ -79,7 +79,7 @@ from coordinator_engine.cluster import (
 from coordinator_engine.records import OffsetCommitValue
 
 from .feed import SequencedEvent
-from .history import HistoryWriter, Publisher, max_stored_seq
+from .history import HistoryWriter, Publisher, last_stored_seq_per_group
 from .topics import TopicRegistry, TopicSpec, UnknownTopicError
 
 try:
@@ -192,13 +192,13 @@ class _LogLock:
             self._fd = None
 
 
-def _load_database_state() -> tuple[list[TopicSpec], int]:
+def _load_database_state() -> tuple[list[TopicSpec], dict[str, int]]:
     from django.db import DatabaseError
 
     from .models import Topic
 
     try:
-        return [topic.to_spec() for topic in Topic.objects.all()], max_stored_seq()
+        return [topic.to_spec() for topic in Topic.objects.all()], last_stored_seq_per_group()
     except DatabaseError as exc:
         raise RuntimeError(
             f"cannot read the topics and the event history from Django's database ({exc}); "
@@ -257,6 +257,7 @@ class CoordinatorRuntime:
         self._stopped = False
         self._listeners: list[Listener] = []
         self._seq = 0
+        self._group_seq: dict[str, int] = {}
         self._last_now = 0
         self._timer: asyncio.TimerHandle | None = None
         self._armed_deadline: int | None = None
@@ -318,7 +319,8 @@ class CoordinatorRuntime:
         try:
             # Replaying a long log takes a while: off the loop, so /healthz can say "starting".
             self._log, self._coordinator = await asyncio.to_thread(self._open, self._now())
-            specs, self._seq = await sync_to_async(_load_database_state)()
+            specs, self._group_seq = await sync_to_async(_load_database_state)()
+            self._seq = max(self._group_seq.values(), default=0)
         except BaseException:
             if self._log is not None:
                 self._log.close()
@@ -554,6 +556,15 @@ class CoordinatorRuntime:
         finally:
             self._rearm()
 
+    def trigger_rebalance(self, group_id: str) -> Errors:
+        """Start a rebalance of a group with members (the dashboard's staff action;
+        ``GroupCoordinator.trigger_rebalance``)."""
+        self._check_serving()
+        try:
+            return self.coordinator.trigger_rebalance(group_id, self._now())
+        finally:
+            self._rearm()
+
     # ---------------------------------------------------------------- reading state
 
     def group(self, group_id: str) -> GroupView | None:
@@ -577,7 +588,8 @@ class CoordinatorRuntime:
 
     def _on_event(self, event: GroupEvent) -> None:
         self._seq += 1
-        item = SequencedEvent(self._seq, event)
+        item = SequencedEvent(self._seq, event, self._group_seq.get(event.group_id, 0))
+        self._group_seq[event.group_id] = self._seq
         self.history.add(item)
         if self.publisher is not None:
             self.publisher.add(item)
@@ -591,6 +603,11 @@ class CoordinatorRuntime:
     def last_seq(self) -> int:
         """The sequence number of the latest event."""
         return self._seq
+
+    def group_last_seq(self, group_id: str) -> int:
+        """The sequence number of ``group_id``'s latest event (0 if none): what a snapshot of
+        the group taken now already reflects."""
+        return self._group_seq.get(group_id, 0)
 
     async def flush_history(self) -> None:
         """Store every event so far in the history table (reads after this see them)."""

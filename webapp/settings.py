@@ -13,6 +13,8 @@ style: every knob is an environment variable with a typed helper and a working d
   comma-separated coordinator partitions this process serves (default all).
 * ``REBALANCE_LAB_PROFILE_ENGINE`` (off): add up the time spent inside the engine's calls and
   report it in ``/healthz`` (``engine_profile``), for benchmarks.
+* ``REBALANCE_LAB_ANONYMOUS_READ`` (on): anonymous visitors may read the dashboard and the
+  API; ``REBALANCE_LAB_OPEN_API`` (off): the API's write methods need no staff session.
 * ``SECRET_KEY``, ``DEBUG``, ``ALLOWED_HOSTS`` (``*``), ``LOG_LEVEL`` (``INFO``): as in Django.
 
 Relative paths are relative to the repository root. A malformed value fails at start-up with
@@ -134,14 +136,66 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "*")
 
 INSTALLED_APPS = [
     "daphne",  # first: its runserver serves ASGI (websockets included)
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
     "channels",
     "webapp",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Daphne serves no files: ServeStatic (WhiteNoise's async-capable fork; WhiteNoise's own
+    # middleware is sync-only and would push every async view through a thread) serves
+    # static/ and the npm-installed D3.
+    "servestatic.middleware.ServeStaticMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    # D3 from the npm registry (package.json / package-lock.json; `make` runs `npm ci`).
+    ("vendor/d3", BASE_DIR / "node_modules" / "d3" / "dist"),
+]
+STATIC_ROOT = BASE_DIR / "var" / "static"
+# Files are served from the finders (no collectstatic step): a handful of files, read at start.
+SERVESTATIC_USE_FINDERS = True
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+
+#: Anonymous visitors may read the dashboard and the JSON API (REBALANCE_LAB_ANONYMOUS_READ,
+#: on). Off: pages redirect to the login, feeds close with 4401, the API answers 401.
+REBALANCE_LAB_ANONYMOUS_READ = env_bool("REBALANCE_LAB_ANONYMOUS_READ", True)
+#: The JSON API's write methods (POST/PATCH/DELETE on /api/topics and /api/simulations) without
+#: a staff session, for scripts and benchmarks on a trusted machine (REBALANCE_LAB_OPEN_API,
+#: off). Off, they need a staff session and the CSRF token, like the dashboard's actions.
+REBALANCE_LAB_OPEN_API = env_bool("REBALANCE_LAB_OPEN_API", False)
 
 ROOT_URLCONF = "webapp.urls"
 ASGI_APPLICATION = "webapp.asgi.application"

@@ -1,15 +1,24 @@
-"""HTTP routes: the health check and the JSON API (``webapp.views``).
+"""HTTP routes: the dashboard's pages, sign-in, the Django admin, the health check, the JSON API
+(``webapp.views``) and the staff actions (``webapp.actions``).
 
 A group id may contain '/': ``<path:group_id>`` takes it whole, and the events route comes
 first, so ``/api/groups/a/b/events`` is the history of group ``a/b``.
 """
 
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import views
+from . import actions, pages, views
 
 urlpatterns = [
+    path("", pages.overview, name="overview"),
+    path("groups/<path:group_id>/", pages.group_page, name="group-page"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
+    path("api/admin/<str:action>", actions.admin_action, name="admin-action"),
     path("api/groups", views.groups, name="groups"),
     path("api/groups/<path:group_id>/events", views.group_events, name="group-events"),
     path("api/groups/<path:group_id>", views.group_detail, name="group-detail"),

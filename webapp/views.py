@@ -23,6 +23,7 @@ from coordinator_engine.consumer_protocol import (
 )
 from coordinator_engine.records import OffsetCommitValue
 
+from .access import api_view
 from .history import events_after
 from .runtime import CoordinatorRuntime, RuntimeNotReady, ensure_runtime_started, get_runtime
 from .simulation.manager import ACTIONS, SimulationError, simulation_for, spec_from_json
@@ -124,6 +125,33 @@ def _assigned_partitions(member: MemberView, consumer: bool) -> list[list[Any]] 
     return [[topic, partition] for topic, partition in sorted(pairs)]
 
 
+def offsets_json(
+    offsets: Mapping[tuple[str, int], OffsetCommitValue], topics: TopicRegistry, now_ms: int
+) -> tuple[list[dict[str, Any]], int]:
+    """Committed offsets with the log-end offset and lag from the topic registry (None for an
+    unknown topic), and the total lag."""
+    rows = []
+    total_lag = 0
+    for (topic, partition), value in sorted(offsets.items()):
+        log_end = topics.log_end_offset(topic, partition, now_ms)
+        lag = max(0, log_end - value.offset) if log_end is not None and value.offset >= 0 else None
+        total_lag += lag or 0
+        rows.append(
+            {
+                "topic": topic,
+                "partition": partition,
+                "offset": value.offset,
+                "metadata": value.metadata,
+                "leader_epoch": value.leader_epoch,
+                "commit_timestamp_ms": value.commit_timestamp,
+                "expire_timestamp_ms": value.expire_timestamp,
+                "log_end_offset": log_end,
+                "lag": lag,
+            }
+        )
+    return rows, total_lag
+
+
 def group_detail_json(
     view: GroupView,
     offsets: Mapping[tuple[str, int], OffsetCommitValue],
@@ -150,25 +178,7 @@ def group_detail_json(
         }
         for member in view.members.values()
     ]
-    rows = []
-    total_lag = 0
-    for (topic, partition), value in sorted(offsets.items()):
-        log_end = topics.log_end_offset(topic, partition, now_ms)
-        lag = max(0, log_end - value.offset) if log_end is not None and value.offset >= 0 else None
-        total_lag += lag or 0
-        rows.append(
-            {
-                "topic": topic,
-                "partition": partition,
-                "offset": value.offset,
-                "metadata": value.metadata,
-                "leader_epoch": value.leader_epoch,
-                "commit_timestamp_ms": value.commit_timestamp,
-                "expire_timestamp_ms": value.expire_timestamp,
-                "log_end_offset": log_end,
-                "lag": lag,
-            }
-        )
+    rows, total_lag = offsets_json(offsets, topics, now_ms)
     return {
         **group_summary(view),
         "members": members,
@@ -214,6 +224,7 @@ async def healthz(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"status": "starting", "log_path": log_path}, status=503)
 
 
+@api_view
 async def groups(request: HttpRequest) -> HttpResponse:
     """``GET /api/groups``: every group, sorted by id."""
     if request.method != "GET":
@@ -226,6 +237,7 @@ async def groups(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"groups": [group_summary(view) for view in views if view is not None]})
 
 
+@api_view
 async def group_detail(request: HttpRequest, group_id: str) -> HttpResponse:
     """``GET /api/groups/<id>``: the whole group (see :func:`group_detail_json`)."""
     if request.method != "GET":
@@ -258,6 +270,7 @@ def _int_param(request: HttpRequest, name: str, default: int, lo: int, hi: int) 
     return value
 
 
+@api_view
 async def group_events(request: HttpRequest, group_id: str) -> HttpResponse:
     """``GET /api/groups/<id>/events?after=<seq>&limit=<n>``: the group's stored history after
     ``seq``, oldest first, at most ``limit`` (default 1000); ``last_seq`` is where to continue.
@@ -289,6 +302,7 @@ def _topic_error(error: Exception) -> JsonResponse:
     return error_response(400, "invalid_topic", str(error))
 
 
+@api_view
 async def topics(request: HttpRequest) -> HttpResponse:
     """``GET /api/topics`` (every topic) and ``POST /api/topics`` ``{"name", "partitions",
     "produce_rate_per_s"?}`` (201 with the topic)."""
@@ -313,6 +327,7 @@ async def topics(request: HttpRequest) -> HttpResponse:
     return JsonResponse(spec.to_json(runtime.now_ms()), status=201)
 
 
+@api_view
 async def topic_detail(request: HttpRequest, name: str) -> HttpResponse:
     """``GET``, ``PATCH`` ``{"partitions"?, "produce_rate_per_s"?}`` (partitions only grow)
     and ``DELETE`` (204) of one topic."""
@@ -354,6 +369,7 @@ async def topic_detail(request: HttpRequest, name: str) -> HttpResponse:
 # ---------------------------------------------------------------- simulated consumers
 
 
+@api_view
 async def simulations(request: HttpRequest) -> HttpResponse:
     """``GET /api/simulations`` (every simulated consumer) and ``POST /api/simulations``
     ``{"group_id", "topics", "behaviour"?, "assignor"?, "group_instance_id"?, ...}`` (201),
@@ -379,6 +395,7 @@ async def simulations(request: HttpRequest) -> HttpResponse:
     return JsonResponse(consumer.to_json(), status=201)
 
 
+@api_view
 async def simulation_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
     """``POST /api/simulations/<name>/<pause|resume|stop|kill>``: stop closes the consumer
     (commit + LeaveGroup), kill stops it dead (its session times out)."""

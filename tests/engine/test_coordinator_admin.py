@@ -417,3 +417,35 @@ def test_coordinator_owning_several_partitions_serves_exactly_their_groups() -> 
         ("t", 0): Errors.NOT_COORDINATOR
     }
     assert ctx.coord.group_ids() == [GROUP, "my-group"]
+
+
+# ---------------------------------------------------------------- trigger_rebalance
+
+
+def test_trigger_rebalance_moves_a_stable_group_to_preparing_and_members_learn_by_heartbeat() -> (
+    None
+):
+    ctx = Context()
+    member_id, generation = ctx.stable_group_of_one()
+    assert ctx.coord.trigger_rebalance(GROUP, ctx.now) == Errors.NONE
+    assert ctx.group().state is GroupState.PREPARING_REBALANCE
+    change = ctx.events_of(StateChanged)[-1]
+    assert (change.from_state, change.to_state) == ("Stable", "PreparingRebalance")
+    assert change.reason == "an admin requested a rebalance"
+    assert ctx.heartbeat(member_id, generation) == Errors.REBALANCE_IN_PROGRESS
+    # A second request while the first is being prepared changes nothing.
+    assert ctx.coord.trigger_rebalance(GROUP, ctx.now) == Errors.REBALANCE_IN_PROGRESS
+    rejoined = ctx.join_now(member_id)
+    assert rejoined.generation_id == generation + 1
+
+
+def test_trigger_rebalance_refuses_unknown_empty_and_foreign_groups() -> None:
+    ctx = Context()
+    assert ctx.coord.trigger_rebalance("nobody", ctx.now) == Errors.GROUP_ID_NOT_FOUND
+    member_id, _ = ctx.stable_group_of_one()
+    ctx.leave(MemberIdentity(member_id=member_id))
+    assert ctx.group().state is GroupState.EMPTY
+    assert ctx.coord.trigger_rebalance(GROUP, ctx.now) == Errors.GROUP_ID_NOT_FOUND
+    owner = partition_for(GROUP)
+    config = dataclasses.replace(TEST_CONFIG, owned_partitions=frozenset({(owner + 1) % 50}))
+    assert Context(config).coord.trigger_rebalance(GROUP, 0) == Errors.NOT_COORDINATOR

@@ -23,6 +23,12 @@ def memory_channel_layer(settings: Any) -> None:
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 
+@pytest.fixture(autouse=True)
+def open_api(settings: Any) -> None:
+    # The API's writes without a staff session; tests/webapp/test_access.py tests them closed.
+    settings.REBALANCE_LAB_OPEN_API = True
+
+
 @pytest.fixture
 def log_path(tmp_path: Path, settings: Any) -> Path:
     path = tmp_path / "coordinator.db"

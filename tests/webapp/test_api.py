@@ -218,6 +218,7 @@ async def test_group_events_are_the_stored_history_after_a_sequence_number(
     assert [event["seq"] for event in body["events"]] == list(range(1, 9))
     assert body["events"][0] == {
         "seq": 1,
+        "prev_seq": 0,
         "type": "PendingMemberAdded",
         "group_id": "my-group",
         "at_ms": START_MS,

@@ -204,6 +204,7 @@ def test_consumers_survive_a_kill_9_of_the_server(
     server.env.update(
         {
             "CHANNEL_LAYER": "redis",
+            "REBALANCE_LAB_OPEN_API": "1",
             "REDIS_URL": redis_server.url,
             # Long enough for the 20 processes' first joins to land in one rebalance.
             "COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS": "1000",

@@ -44,11 +44,12 @@ def test_the_published_message_round_trips_through_json() -> None:
     event = StateChanged(
         group_id="orders", at_ms=5, from_state="Empty", to_state="PreparingRebalance", reason="r"
     )
-    message = json.loads(json.dumps(SequencedEvent(7, event).message()))
+    message = json.loads(json.dumps(SequencedEvent(7, event, prev_seq=3).message()))
     assert message == {
         "type": "group.event",
         "event": {
             "seq": 7,
+            "prev_seq": 3,
             "type": "StateChanged",
             "group_id": "orders",
             "at_ms": 5,
@@ -60,5 +61,6 @@ def test_the_published_message_round_trips_through_json() -> None:
     assert set(message) == set(EVENT_MESSAGE_SCHEMA["required"])
     body = dict(message["event"])
     assert body.pop("seq") == 7
+    assert body.pop("prev_seq") == 3
     assert set(body) == set(EVENT_SCHEMAS["StateChanged"]["properties"])
     assert event_from_json(body) == event

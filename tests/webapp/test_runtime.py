@@ -199,6 +199,7 @@ async def test_events_are_published_to_the_group_and_to_the_global_channels_grou
         "type": "group.event",
         "event": {
             "seq": 1,
+            "prev_seq": 0,
             "type": "PendingMemberAdded",
             "group_id": "my-group",
             "at_ms": START_MS,
@@ -292,10 +293,10 @@ async def test_a_database_without_tables_fails_the_start_naming_migrate(
 
     from webapp import runtime as runtime_module
 
-    def no_tables() -> int:
+    def no_tables() -> dict[str, int]:
         raise OperationalError("no such table: webapp_groupevent")
 
-    monkeypatch.setattr(runtime_module, "max_stored_seq", no_tables)
+    monkeypatch.setattr(runtime_module, "last_stored_seq_per_group", no_tables)
     runtime = make_runtime()
     with pytest.raises(RuntimeError, match=r"run `python manage\.py migrate`"):
         await runtime.start()

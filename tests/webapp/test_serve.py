@@ -37,6 +37,7 @@ class Server:
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
             "CHANNEL_LAYER": "memory",
+            "REBALANCE_LAB_OPEN_API": "1",
             "REBALANCE_LAB_LOG_PATH": str(tmp_path / "coordinator.db"),
             "DATABASE": f"sqlite:///{tmp_path / 'db.sqlite3'}",
             "COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",

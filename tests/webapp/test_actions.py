@@ -1,0 +1,228 @@
+"""The dashboard's staff actions (``POST /api/admin/<action>``, docs/dashboard.md): staff only,
+CSRF-checked, answered in words, each leaving an ``AdminAction`` audit row; and the JSON API's
+writes closed to anonymous callers unless ``REBALANCE_LAB_OPEN_API``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+from django.test import AsyncClient
+
+from webapp.models import AdminAction
+from webapp.runtime import CoordinatorRuntime
+
+from .helpers import Client, stable_group
+
+pytestmark = pytest.mark.asyncio
+
+
+async def make_user(username: str, *, staff: bool) -> User:
+    return await sync_to_async(User.objects.create_user)(
+        username=username, password="pw-" + username, is_staff=staff
+    )
+
+
+async def signed_in(username: str, *, staff: bool = True) -> AsyncClient:
+    """A client with a session and the CSRF checks on, as a browser."""
+    await make_user(username, staff=staff)
+    client = AsyncClient(enforce_csrf_checks=True)
+    assert await client.alogin(username=username, password="pw-" + username)
+    page = await client.get("/")  # sets the csrftoken cookie
+    assert page.status_code == 200
+    return client
+
+
+async def act(client: AsyncClient, action: str, body: Any, *, csrf: bool = True) -> Any:
+    headers = {"X-CSRFToken": client.cookies["csrftoken"].value} if csrf else {}
+    return await client.post(
+        f"/api/admin/{action}",
+        data=json.dumps(body),
+        content_type="application/json",
+        **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in headers.items()},
+    )
+
+
+async def audit() -> list[AdminAction]:
+    return await sync_to_async(list)(AdminAction.objects.order_by("id"))
+
+
+async def test_a_staff_user_triggers_a_rebalance_and_it_is_audited(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    await stable_group(ws)
+    staff = await signed_in("ops")
+    response = await act(staff, "rebalance", {"group_id": "my-group"})
+    assert response.status_code == 200, response.content
+    assert response.json() == {
+        "ok": True,
+        "result": "group 'my-group' is rebalancing (it was Stable)",
+    }
+    view = runtime.group("my-group")
+    assert view is not None and view.state.value == "PreparingRebalance"
+    again = await act(staff, "rebalance", {"group_id": "my-group"})
+    assert again.status_code == 409
+    assert again.json()["error"] == "group 'my-group' is already preparing a rebalance"
+    rows = await audit()
+    assert [(r.username, r.action, r.group_id, r.ok) for r in rows] == [
+        ("ops", "rebalance", "my-group", True),
+        ("ops", "rebalance", "my-group", False),
+    ]
+    assert rows[1].result == "group 'my-group' is already preparing a rebalance"
+    assert rows[0].parameters == {"group_id": "my-group"}
+
+
+async def test_anonymous_and_non_staff_callers_are_refused_and_nothing_happens(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    await stable_group(ws)
+    anonymous = AsyncClient(enforce_csrf_checks=True)
+    refused = await anonymous.post(
+        "/api/admin/rebalance", data={"group_id": "my-group"}, content_type="application/json"
+    )
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "login_required"
+    viewer = await signed_in("viewer", staff=False)
+    forbidden = await act(viewer, "rebalance", {"group_id": "my-group"})
+    assert forbidden.status_code == 403
+    assert forbidden.json()["error"] == {
+        "code": "staff_only",
+        "message": "viewer is not a staff user",
+    }
+    view = runtime.group("my-group")
+    assert view is not None and view.state.value == "Stable"
+
+
+async def test_an_action_without_the_csrf_token_is_refused(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    await stable_group(ws)
+    staff = await signed_in("ops")
+    response = await act(staff, "rebalance", {"group_id": "my-group"}, csrf=False)
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "csrf_failed"
+    view = runtime.group("my-group")
+    assert view is not None and view.state.value == "Stable"
+
+
+async def test_removing_a_member_is_a_leave_with_the_admins_reason(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    member_id = await stable_group(ws)
+    staff = await signed_in("ops")
+    removed: list[Any] = []
+    runtime.add_listener(
+        lambda item: removed.append(item.event) if item.event.type == "MemberRemoved" else None
+    )
+    response = await act(staff, "remove-member", {"group_id": "my-group", "member_id": member_id})
+    assert response.status_code == 200, response.content
+    assert [(e.member_id, e.reason) for e in removed] == [(member_id, "removed_by_admin")]
+    missing = await act(staff, "remove-member", {"group_id": "my-group", "member_id": "nobody"})
+    assert missing.status_code == 404
+    assert missing.json()["error"] == "group 'my-group' has no member 'nobody'"
+
+
+async def test_deleting_a_group_needs_it_empty_as_kafka(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    member_id = await stable_group(ws)
+    staff = await signed_in("ops")
+    busy = await act(staff, "delete-group", {"group_id": "my-group"})
+    assert busy.status_code == 409
+    assert busy.json()["error"] == (
+        "NON_EMPTY_GROUP: group 'my-group' is Stable; only an Empty group is deleted"
+    )
+    await ws.call("LeaveGroup", {"group_id": "my-group", "members": [{"member_id": member_id}]})
+    done = await act(staff, "delete-group", {"group_id": "my-group"})
+    assert done.status_code == 200, done.content
+    assert runtime.group("my-group") is None or runtime.group("my-group").state.value == "Dead"
+
+
+async def test_offsets_of_an_empty_group_are_reset_and_deleted(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    await runtime.create_topic("orders", partitions=2)
+    member_id = await stable_group(ws)
+    sync = {"group_id": "my-group", "generation_id": 1, "member_id": member_id}
+    offsets = [{"topic": "orders", "partition": p, "offset": 5} for p in (0, 1)]
+    await ws.call("OffsetCommit", {**sync, "offsets": offsets})
+    staff = await signed_in("ops")
+    busy = await act(staff, "reset-offsets", {"group_id": "my-group", "to": "earliest"})
+    assert busy.status_code == 409
+    assert "needs an Empty group" in busy.json()["error"]
+    await ws.call("LeaveGroup", {"group_id": "my-group", "members": [{"member_id": member_id}]})
+    reset = await act(staff, "reset-offsets", {"group_id": "my-group", "to": "earliest"})
+    assert reset.status_code == 200, reset.content
+    assert reset.json()["result"] == "reset 2 partitions of orders to earliest in 'my-group'"
+    committed = runtime.committed_offsets("my-group")
+    assert {tp: v.offset for tp, v in committed.items()} == {("orders", 0): 0, ("orders", 1): 0}
+    bad = await act(staff, "reset-offsets", {"group_id": "my-group", "to": "yesterday"})
+    assert bad.status_code == 400
+    deleted = await act(staff, "delete-offsets", {"group_id": "my-group"})
+    assert deleted.status_code == 200, deleted.content
+    assert runtime.committed_offsets("my-group") == {}
+
+
+async def test_spawn_partitions_cleanup_and_bad_input(runtime: CoordinatorRuntime) -> None:
+    await runtime.create_topic("orders", partitions=2)
+    staff = await signed_in("ops")
+    spawned = await act(
+        staff,
+        "spawn",
+        {"group_id": "g", "topics": ["orders"], "behaviour": "steady", "count": 2},
+    )
+    assert spawned.status_code == 200, spawned.content
+    names = spawned.json()["names"]
+    assert len(names) == 2
+    paused = await act(staff, "simulation", {"name": names[0], "do": "pause"})
+    assert paused.status_code == 200, paused.content
+    for name in names:
+        await act(staff, "simulation", {"name": name, "do": "kill"})
+    grown = await act(staff, "partitions", {"topic": "orders", "partitions": 4})
+    assert grown.status_code == 200
+    assert grown.json()["result"].startswith("topic 'orders' has 4 partitions (was 2)")
+    shrink = await act(staff, "partitions", {"topic": "orders", "partitions": 1})
+    assert shrink.status_code == 400
+    assert "never removed" in shrink.json()["error"]
+    cleaned = await act(staff, "cleanup", {})
+    assert cleaned.status_code == 200
+    assert cleaned.json()["result"].startswith("offset cleanup: ")
+    too_many = await act(staff, "spawn", {"group_id": "g", "topics": ["orders"], "count": 51})
+    assert too_many.status_code == 400
+    unknown = await act(staff, "explode", {})
+    assert unknown.status_code == 404
+    not_json = await staff.post(
+        "/api/admin/cleanup",
+        data="{",
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=staff.cookies["csrftoken"].value,
+    )
+    assert not_json.status_code == 400
+    assert not_json.json()["error"].startswith("the body is not JSON")
+    assert [r.ok for r in await audit()][-3:] == [False, False, False]
+
+
+async def test_the_apis_writes_need_staff_unless_opened(
+    runtime: CoordinatorRuntime, settings: Any
+) -> None:
+    settings.REBALANCE_LAB_OPEN_API = False
+    anonymous = AsyncClient()
+    body = json.dumps({"name": "orders", "partitions": 2})
+    refused = await anonymous.post("/api/topics", data=body, content_type="application/json")
+    assert refused.status_code == 401
+    assert (await anonymous.get("/api/topics")).status_code == 200  # reading stays open
+    staff = await signed_in("ops")
+    created = await staff.post(
+        "/api/topics",
+        data=body,
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=staff.cookies["csrftoken"].value,
+    )
+    assert created.status_code == 201, created.content
+    settings.REBALANCE_LAB_ANONYMOUS_READ = False
+    assert (await anonymous.get("/api/topics")).status_code == 401
+    page = await anonymous.get("/groups/orders/")
+    assert page.status_code == 302 and page["Location"].startswith("/accounts/login/")

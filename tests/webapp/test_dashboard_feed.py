@@ -1,0 +1,128 @@
+"""The dashboard's live feeds (docs/dashboard.md): snapshot on connect, then ordered events with
+``prev_seq``, then periodic offsets / lag; anonymous reading as the setting says."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from webapp.asgi import application
+from webapp.runtime import CoordinatorRuntime
+
+from .helpers import Client, join_new_member, stable_group
+
+pytestmark = pytest.mark.asyncio
+
+HEADERS = [(b"origin", b"http://testserver"), (b"host", b"testserver")]
+
+
+async def open_feed(path: str) -> tuple[WebsocketCommunicator, dict[str, Any]]:
+    communicator = WebsocketCommunicator(application, path, headers=HEADERS)
+    connected, code = await communicator.connect()
+    assert connected, code
+    return communicator, json.loads(await communicator.receive_from(2))
+
+
+async def next_message(communicator: WebsocketCommunicator, kind: str) -> dict[str, Any]:
+    while True:
+        message = json.loads(await communicator.receive_from(3))
+        if message["type"] == kind:
+            return message
+
+
+async def test_the_group_feed_sends_a_snapshot_then_only_later_events_in_order(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    member_id = await stable_group(ws)
+    feed, snapshot = await open_feed("/ws/dashboard/groups/my-group/")
+    try:
+        assert snapshot["type"] == "snapshot"
+        assert snapshot["seq"] == runtime.group_last_seq("my-group") == 8
+        group = snapshot["group"]
+        assert (group["state"], group["generation_id"]) == ("Stable", 1)
+        assert group["members"][0]["assignment"] == [["orders", 0], ["orders", 1]]
+        assert snapshot["topics"] == {"orders": 2}
+        # The events of the group before the snapshot never follow it.
+        await ws.call(
+            "LeaveGroup", {"group_id": "my-group", "members": [{"member_id": member_id}]}
+        )
+        events = [(await next_message(feed, "event"))["event"] for _ in range(3)]
+        assert [e["type"] for e in events] == ["MemberRemoved", "StateChanged", "StateChanged"]
+        assert events[0]["reason"] == "left"
+        assert events[0]["prev_seq"] == 8
+        assert [e["prev_seq"] for e in events[1:]] == [e["seq"] for e in events[:-1]]
+    finally:
+        await feed.disconnect()
+
+
+async def test_events_of_other_groups_do_not_reach_a_group_feed(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    await stable_group(ws)
+    feed, _ = await open_feed("/ws/dashboard/groups/my-group/")
+    try:
+        await join_new_member(ws, "other-group")  # a PendingMemberAdded of another group
+        await stable_group(ws, "third")
+        offsets = await next_message(feed, "offsets")  # the first message after the snapshot
+        assert offsets["total_lag"] == 0 and offsets["offsets"] == []
+    finally:
+        await feed.disconnect()
+
+
+async def test_a_feed_of_a_group_that_does_not_exist_yet_follows_its_birth(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    feed, snapshot = await open_feed("/ws/dashboard/groups/a%2Fb/")
+    try:
+        assert snapshot == {"type": "snapshot", "seq": 0, "group": None, "topics": {}}
+        await join_new_member(ws, "a/b")
+        event = (await next_message(feed, "event"))["event"]
+        assert (event["type"], event["group_id"], event["prev_seq"]) == (
+            "PendingMemberAdded",
+            "a/b",
+            0,
+        )
+    finally:
+        await feed.disconnect()
+
+
+async def test_the_overview_feed_sends_every_group_with_lag_and_rebalances(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    await stable_group(ws)
+    await stable_group(ws, "second")
+    feed, snapshot = await open_feed("/ws/dashboard/groups/")
+    try:
+        assert snapshot["seq"] == runtime.last_seq
+        by_id = {g["group_id"]: g for g in snapshot["groups"]}
+        assert sorted(by_id) == ["my-group", "second"]
+        assert by_id["second"]["state"] == "Stable"
+        assert by_id["second"]["total_lag"] == 0
+        # One generation started in the last five minutes (the manual clock's time).
+        assert by_id["second"]["rebalances"] == [0] * 11 + [1]
+        await join_new_member(ws, "third")
+        event = (await next_message(feed, "event"))["event"]
+        assert event["group_id"] == "third"
+        lag = await next_message(feed, "lag")
+        assert lag["total_lag"] == {"my-group": 0, "second": 0, "third": 0}
+    finally:
+        await feed.disconnect()
+
+
+async def test_anonymous_visitors_are_refused_when_reading_needs_a_login(
+    runtime: CoordinatorRuntime, settings: Any
+) -> None:
+    settings.REBALANCE_LAB_ANONYMOUS_READ = False
+    communicator = WebsocketCommunicator(application, "/ws/dashboard/groups/", headers=HEADERS)
+    connected, code = await communicator.connect()
+    assert (connected, code) == (False, 4401)
+
+
+async def test_a_feed_refuses_a_page_of_another_site(runtime: CoordinatorRuntime) -> None:
+    headers = [(b"origin", b"http://evil.example"), (b"host", b"testserver")]
+    communicator = WebsocketCommunicator(application, "/ws/dashboard/groups/", headers=headers)
+    connected, code = await communicator.connect()
+    assert (connected, code) == (False, 4403)

@@ -1,0 +1,33 @@
+"""The Django admin: the audit log of staff actions and the event history, read-only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from .models import AdminAction, GroupEvent
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AdminAction)
+class AdminActionAdmin(ReadOnlyAdmin):
+    list_display = ("at", "username", "action", "group_id", "ok", "result")
+    list_filter = ("action", "ok", "username")
+    search_fields = ("group_id", "result", "username")
+    date_hierarchy = "at"
+
+
+@admin.register(GroupEvent)
+class GroupEventAdmin(ReadOnlyAdmin):
+    list_display = ("seq", "group_id", "type", "at_ms")
+    list_filter = ("type",)
+    search_fields = ("group_id",)
