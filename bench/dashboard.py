@@ -34,7 +34,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from _live import LabServer, RedisServer, print_table
 from playwright.sync_api import sync_playwright

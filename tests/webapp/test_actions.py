@@ -42,7 +42,7 @@ async def act(client: AsyncClient, action: str, body: Any, *, csrf: bool = True)
         f"/api/admin/{action}",
         data=json.dumps(body),
         content_type="application/json",
-        **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in headers.items()},
+        headers=headers,
     )
 
 
@@ -198,7 +198,7 @@ async def test_spawn_partitions_cleanup_and_bad_input(runtime: CoordinatorRuntim
         "/api/admin/cleanup",
         data="{",
         content_type="application/json",
-        HTTP_X_CSRFTOKEN=staff.cookies["csrftoken"].value,
+        headers={"X-CSRFToken": staff.cookies["csrftoken"].value},
     )
     assert not_json.status_code == 400
     assert not_json.json()["error"].startswith("the body is not JSON")
@@ -219,7 +219,7 @@ async def test_the_apis_writes_need_staff_unless_opened(
         "/api/topics",
         data=body,
         content_type="application/json",
-        HTTP_X_CSRFTOKEN=staff.cookies["csrftoken"].value,
+        headers={"X-CSRFToken": staff.cookies["csrftoken"].value},
     )
     assert created.status_code == 201, created.content
     settings.REBALANCE_LAB_ANONYMOUS_READ = False

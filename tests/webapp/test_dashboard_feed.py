@@ -46,9 +46,7 @@ async def test_the_group_feed_sends_a_snapshot_then_only_later_events_in_order(
         assert group["members"][0]["assignment"] == [["orders", 0], ["orders", 1]]
         assert snapshot["topics"] == {"orders": 2}
         # The events of the group before the snapshot never follow it.
-        await ws.call(
-            "LeaveGroup", {"group_id": "my-group", "members": [{"member_id": member_id}]}
-        )
+        await ws.call("LeaveGroup", {"group_id": "my-group", "members": [{"member_id": member_id}]})
         events = [(await next_message(feed, "event"))["event"] for _ in range(3)]
         assert [e["type"] for e in events] == ["MemberRemoved", "StateChanged", "StateChanged"]
         assert events[0]["reason"] == "left"
