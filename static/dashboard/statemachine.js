@@ -1,0 +1,133 @@
+// The state machine panel: the five states as an SVG graph, the current one lit, and each
+// transition animated along its edge (a token travels it, d3 transition) with its cause.
+
+import { formatClock } from "./format.js";
+import { NODE_H, NODE_POS, NODE_W, STATES, STATE_HELP, TRANSITIONS, VIEW_H, VIEW_W, edgeGeometry, edgeId } from "./states.js";
+
+const TRAVEL_MS = 700;
+const LABEL_CHARS = 46;
+const TRACK_POINTS = 48;
+
+/** Points along a path, sampled once: getPointAtLength on every frame costs more than the
+ *  rest of a frame's work. */
+function track(path) {
+  const length = path.getTotalLength();
+  return d3.range(TRACK_POINTS + 1).map((i) => path.getPointAtLength((i / TRACK_POINTS) * length));
+}
+
+function along(points, u) {
+  const at = u * TRACK_POINTS;
+  const i = Math.min(TRACK_POINTS - 1, Math.floor(at));
+  const f = at - i;
+  return { x: points[i].x + (points[i + 1].x - points[i].x) * f, y: points[i].y + (points[i + 1].y - points[i].y) * f };
+}
+
+function clip(text, n) {
+  return text.length > n ? `${text.slice(0, n - 1)}…` : text;
+}
+
+/** Draws into `svgNode`; `caption` is an element for the last transition in full. */
+export function createStateMachine(svgNode, caption) {
+  const svg = d3.select(svgNode).attr("viewBox", `0 0 ${VIEW_W} ${VIEW_H}`).attr("role", "img");
+  svg.append("title").text("The group's state machine: the lit state is the current one");
+
+  const defs = svg.append("defs");
+  for (const [id, cls] of [["arrow", "arrow"], ["arrow-active", "arrow is-active"]]) {
+    defs
+      .append("marker")
+      .attr("id", id)
+      .attr("viewBox", "0 0 10 10")
+      .attr("refX", 9)
+      .attr("refY", 5)
+      .attr("markerWidth", 7)
+      .attr("markerHeight", 7)
+      .attr("orient", "auto-start-reverse")
+      .append("path")
+      .attr("class", cls)
+      .attr("d", "M0,0 L10,5 L0,10 z");
+  }
+
+  const geometry = new Map(TRANSITIONS.map(([from, to]) => [edgeId(from, to), edgeGeometry(from, to)]));
+  const edges = svg
+    .append("g")
+    .attr("class", "sm-edges")
+    .selectAll("path")
+    .data(TRANSITIONS, (d) => edgeId(d[0], d[1]))
+    .join("path")
+    .attr("class", "sm-edge")
+    .attr("d", (d) => geometry.get(edgeId(d[0], d[1])).path)
+    .attr("marker-end", "url(#arrow)");
+  edges.append("title").text((d) => `${d[0]} → ${d[1]}: usually because ${d[2]}`);
+
+  const nodes = svg
+    .append("g")
+    .attr("class", "sm-nodes")
+    .selectAll("g")
+    .data(STATES)
+    .join("g")
+    .attr("class", (d) => `sm-node state-${d}`)
+    .attr("transform", (d) => `translate(${NODE_POS[d].x - NODE_W / 2},${NODE_POS[d].y - NODE_H / 2})`);
+  nodes.append("rect").attr("width", NODE_W).attr("height", NODE_H).attr("rx", 10);
+  nodes
+    .append("text")
+    .attr("x", NODE_W / 2)
+    .attr("y", NODE_H / 2)
+    .attr("dy", "0.35em")
+    .attr("text-anchor", "middle")
+    .text((d) => d);
+  nodes.append("title").text((d) => `${d}: ${STATE_HELP[d]}`);
+
+  const label = svg.append("text").attr("class", "sm-label").attr("text-anchor", "middle").attr("opacity", 0);
+  const token = svg.append("circle").attr("class", "sm-token").attr("r", 7).attr("opacity", 0);
+
+  const tracks = new Map(); // edge id → sampled points, for the token
+  let shownState;
+  let shownSeq = null;
+
+  /** Light `state`; show `t` ({from, to, reason, atMs, seq} or null) on its edge, travelling
+   *  it when `animate`. */
+  function update(state, t, { animate }) {
+    if (state !== shownState) {
+      shownState = state;
+      nodes.classed("is-current", (d) => d === state);
+    }
+    if ((t ? t.seq : null) === shownSeq) return;
+    shownSeq = t ? t.seq : null;
+    edges.classed("is-active", (d) => t !== null && d[0] === t.from && d[1] === t.to);
+    edges.attr("marker-end", (d) => (t !== null && d[0] === t.from && d[1] === t.to ? "url(#arrow-active)" : "url(#arrow)"));
+    if (!t) {
+      label.attr("opacity", 0);
+      token.attr("opacity", 0);
+      caption.textContent = "No transition seen yet.";
+      return;
+    }
+    caption.textContent = `${t.from} → ${t.to} at ${formatClock(t.atMs)}: ${t.reason}`;
+    const geo = geometry.get(edgeId(t.from, t.to));
+    if (!geo) return; // a transition the engine's table does not have: lit state only
+    label.text(clip(t.reason, LABEL_CHARS)).attr("x", geo.labelX).attr("y", geo.labelY - 6);
+    if (!animate) {
+      label.interrupt().attr("opacity", 1);
+      token.interrupt().attr("opacity", 0);
+      return;
+    }
+    label.interrupt().attr("opacity", 1).transition().delay(4000).duration(1500).attr("opacity", 0.55);
+    const id = edgeId(t.from, t.to);
+    if (!tracks.has(id)) tracks.set(id, track(edges.filter((d) => edgeId(d[0], d[1]) === id).node()));
+    const points = tracks.get(id);
+    token
+      .interrupt()
+      .attr("opacity", 1)
+      .transition()
+      .duration(TRAVEL_MS)
+      .ease(d3.easeCubicInOut)
+      .attrTween("transform", () => (u) => {
+        const p = along(points, u);
+        return `translate(${p.x},${p.y})`;
+      })
+      .transition()
+      .duration(250)
+      .attr("opacity", 0);
+  }
+
+  return { update };
+}

@@ -1,0 +1,93 @@
+// The classic group state machine as the page draws it: states, the transitions between them
+// (coordinator_engine/state.py TRANSITIONS), plain-words help, and the geometry of the graph.
+// Pure module; statemachine.js draws it with d3.
+
+export const STATES = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"];
+
+/** What each state means, for the legend and the tooltips. */
+export const STATE_HELP = {
+  Empty: "No members. The group only keeps its committed offsets, so a consumer that joins later resumes where the last one stopped.",
+  PreparingRebalance:
+    "Rebalance, phase 1 (join): something changed, so every member must (re)join; consumption pauses while the coordinator waits for them.",
+  CompletingRebalance:
+    "Rebalance, phase 2 (sync): everyone has joined; the leader member is computing who reads which partition and the others wait for it.",
+  Stable: "Every member knows its partitions and is consuming. Members send heartbeats to show they are alive.",
+  Dead: "The group was deleted or expired: it no longer exists.",
+};
+
+/** Every legal transition and its usual cause (as the engine's TRANSITIONS table). */
+export const TRANSITIONS = [
+  ["Empty", "PreparingRebalance", "a member joined the empty group"],
+  ["Stable", "PreparingRebalance", "a member joined, left, failed or changed its protocols"],
+  ["CompletingRebalance", "PreparingRebalance", "a member joined, left or failed before the sync"],
+  ["PreparingRebalance", "CompletingRebalance", "every member rejoined, or the rebalance timed out"],
+  ["PreparingRebalance", "Empty", "the join phase completed with no members left"],
+  ["CompletingRebalance", "Stable", "the leader's assignment was stored"],
+  ["Empty", "Dead", "the group was deleted, or expired with no offsets left"],
+  ["Stable", "Dead", "the coordinator partition was unloaded"],
+  ["PreparingRebalance", "Dead", "the coordinator partition was unloaded"],
+  ["CompletingRebalance", "Dead", "the coordinator partition was unloaded"],
+  ["Dead", "Dead", "the group was already dead"],
+];
+
+export function edgeId(from, to) {
+  return `${from}->${to}`;
+}
+
+// ------------------------------------------------------------------ geometry
+
+export const VIEW_W = 640;
+export const VIEW_H = 270;
+export const NODE_W = 168;
+export const NODE_H = 38;
+
+/** Node centres in the graph's viewBox: the rebalance cycle runs clockwise on the right. */
+export const NODE_POS = {
+  Empty: { x: 110, y: 60 },
+  PreparingRebalance: { x: 340, y: 60 },
+  CompletingRebalance: { x: 540, y: 160 },
+  Stable: { x: 340, y: 235 },
+  Dead: { x: 110, y: 235 },
+};
+
+/** Where the segment from the centre of a node towards (dx, dy) leaves its rectangle. */
+function exitPoint(center, dx, dy, pad = 4) {
+  const hw = NODE_W / 2 + pad;
+  const hh = NODE_H / 2 + pad;
+  const scale = 1 / Math.max(Math.abs(dx) / hw, Math.abs(dy) / hh);
+  return { x: center.x + dx * scale, y: center.y + dy * scale };
+}
+
+/**
+ * The SVG path of an edge: a quadratic curve bowed to its left, so that the two edges of a
+ * pair of states that go both ways never overlap. Also where its label goes (the curve's
+ * midpoint). The self-loop of Dead is a small loop on the node's left.
+ */
+export function edgeGeometry(from, to) {
+  const a = NODE_POS[from];
+  const b = NODE_POS[to];
+  if (from === to) {
+    const x = a.x - NODE_W / 2;
+    const path = `M${x},${a.y - 8} C${x - 26},${a.y - 24} ${x - 26},${a.y + 24} ${x - 4},${a.y + 9}`;
+    return { path, labelX: x + 10, labelY: a.y - 26 };
+  }
+  const dx = b.x - a.x;
+  const dy = b.y - a.y;
+  const length = Math.hypot(dx, dy);
+  const bend = 26;
+  // The left normal of the direction a → b; the control point sits `bend` along it.
+  const nx = dy / length;
+  const ny = -dx / length;
+  const cx = (a.x + b.x) / 2 + nx * bend;
+  const cy = (a.y + b.y) / 2 + ny * bend;
+  const start = exitPoint(a, cx - a.x, cy - a.y);
+  const end = exitPoint(b, cx - b.x, cy - b.y, 8);
+  const round = (v) => Math.round(v * 10) / 10;
+  const path = `M${round(start.x)},${round(start.y)} Q${round(cx)},${round(cy)} ${round(end.x)},${round(end.y)}`;
+  // A quadratic Bézier's midpoint: (start + 2·control + end) / 4.
+  return {
+    path,
+    labelX: round((start.x + 2 * cx + end.x) / 4),
+    labelY: round((start.y + 2 * cy + end.y) / 4),
+  };
+}
