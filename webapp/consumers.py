@@ -36,7 +36,19 @@ CLOSE_POLICY_VIOLATION = 1008
 CLOSE_INTERNAL_ERROR = 1011
 
 
-class ConsumerProtocolConsumer(AsyncWebsocketConsumer):
+class DirectDispatch:
+    """For consumers whose handlers never touch the database: Channels' dispatch closes stale
+    database connections in a thread before every message; skip that hop (a thread round
+    trip per frame)."""
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        handler = getattr(self, message["type"].replace(".", "_"), None)
+        if handler is None:
+            raise ValueError(f"no handler for message type {message['type']}")
+        await handler(message)
+
+
+class ConsumerProtocolConsumer(DirectDispatch, AsyncWebsocketConsumer):
     # This socket talks to the runtime only: no channel layer (with Redis, every connection
     # would otherwise hold a Redis receive loop for nothing).
     channel_layer_alias = "__none__"
@@ -58,14 +70,6 @@ class ConsumerProtocolConsumer(AsyncWebsocketConsumer):
         self._closing = False
         self._closed = False
         await self.accept()
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # Channels' dispatch closes stale database connections in a thread before every
-        # message; this consumer never touches the database, so skip that hop.
-        handler = getattr(self, message["type"].replace(".", "_"), None)
-        if handler is None:
-            raise ValueError(f"no handler for message type {message['type']}")
-        await handler(message)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self._closing:

@@ -22,6 +22,7 @@ from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from .access import may_read
+from .consumers import DirectDispatch
 from .feed import ALL_GROUPS_CHANNEL_GROUP, group_channel_group
 from .models import GroupEvent
 from .runtime import CoordinatorRuntime, get_runtime
@@ -86,7 +87,7 @@ def rebalance_buckets(now_ms: int, group_ids: list[str]) -> dict[str, list[int]]
     return {g: [counts[g, b] for b in range(SPARKLINE_BUCKETS)] for g in group_ids}
 
 
-class _Feed(AsyncWebsocketConsumer):
+class _Feed(DirectDispatch, AsyncWebsocketConsumer):
     """What both feeds share: the read check, the runtime, the Channels group, a periodic
     task, and dropping events the snapshot already reflects."""
 
@@ -122,10 +123,10 @@ class _Feed(AsyncWebsocketConsumer):
         if getattr(self, "channel_group", None):
             await self.channel_layer.group_discard(self.channel_group, self.channel_name)
 
-    async def group_event(self, message: dict[str, Any]) -> None:
-        event = message["event"]
-        if event["seq"] > self.snapshot_seq:
-            await self.send_json({"type": "event", "event": event})
+    async def group_events(self, message: dict[str, Any]) -> None:
+        events = [e for e in message["events"] if e["seq"] > self.snapshot_seq]
+        if events:
+            await self.send_json({"type": "events", "events": events})
 
     async def send_json(self, body: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(body, separators=(",", ":")))

@@ -7,13 +7,15 @@ global :data:`ALL_GROUPS_CHANNEL_GROUP`. A subscriber that sees a gap in ``seq``
 events and should take a new snapshot (Zulip's and this project's "snapshot, then ordered
 deltas").
 
-The Channels message (its schema is :data:`EVENT_MESSAGE_SCHEMA`)::
+The Channels message (its schema is :data:`EVENT_MESSAGE_SCHEMA`) carries the events that were
+ready together, in order (one message per batch, not per event: under churn a group emits
+hundreds of events a second, and each ``group_send`` is several Redis commands)::
 
-    {"type": "group.event", "event": {"seq": 7, "prev_seq": 4, "type": "StateChanged",
-                                      "group_id": "orders", "at_ms": 1700000000000,
-                                      "from_state": "Empty", ...}}
+    {"type": "group.events", "events": [{"seq": 7, "prev_seq": 4, "type": "StateChanged",
+                                         "group_id": "orders", "at_ms": 1700000000000,
+                                         "from_state": "Empty", ...}, ...]}
 
-``event`` is exactly what ``GET /api/groups/<id>/events`` returns for that event. Pure module.
+Each event is exactly what ``GET /api/groups/<id>/events`` returns for it. Pure module.
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ __all__ = [
     "EVENT_MESSAGE_SCHEMA",
     "EVENT_MESSAGE_TYPE",
     "SequencedEvent",
+    "events_message",
     "group_channel_group",
 ]
 
 #: Channels group that receives every group's events.
 ALL_GROUPS_CHANNEL_GROUP = "groups"
-#: The Channels message ``type`` (a consumer handles it in ``group_event``).
-EVENT_MESSAGE_TYPE = "group.event"
+#: The Channels message ``type`` (a consumer handles it in ``group_events``).
+EVENT_MESSAGE_TYPE = "group.events"
 
 # Channels group names: ASCII letters, digits, '-', '_', '.', shorter than 100 characters.
 _KEPT = re.compile(r"[A-Za-z0-9-]")
@@ -58,9 +61,10 @@ class SequencedEvent:
         <event fields>}``."""
         return {"seq": self.seq, "prev_seq": self.prev_seq, **self.event.to_json()}
 
-    def message(self) -> dict[str, Any]:
-        """The Channels message published for this event."""
-        return {"type": EVENT_MESSAGE_TYPE, "event": self.to_json()}
+
+def events_message(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Channels message publishing ``events`` (``SequencedEvent.to_json()``s, in order)."""
+    return {"type": EVENT_MESSAGE_TYPE, "events": events}
 
 
 def group_channel_group(group_id: str) -> str:
@@ -83,24 +87,29 @@ def group_channel_group(group_id: str) -> str:
     return f"group.h.{digest}"
 
 
-#: JSON Schema of the Channels message; ``event`` follows ``EVENT_SCHEMAS`` plus ``seq``.
+#: JSON Schema of the Channels message; each event follows ``EVENT_SCHEMAS`` plus ``seq`` and
+#: ``prev_seq``.
 EVENT_MESSAGE_SCHEMA: dict[str, Any] = {
-    "title": "group.event",
+    "title": "group.events",
     "type": "object",
     "properties": {
         "type": {"const": EVENT_MESSAGE_TYPE},
-        "event": {
-            "type": "object",
-            "properties": {
-                "seq": {"type": "integer"},
-                "prev_seq": {"type": "integer"},
-                "type": {"type": "string"},
-                "group_id": {"type": "string"},
-                "at_ms": {"type": "integer"},
+        "events": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "seq": {"type": "integer"},
+                    "prev_seq": {"type": "integer"},
+                    "type": {"type": "string"},
+                    "group_id": {"type": "string"},
+                    "at_ms": {"type": "integer"},
+                },
+                "required": ["seq", "prev_seq", "type", "group_id", "at_ms"],
             },
-            "required": ["seq", "prev_seq", "type", "group_id", "at_ms"],
         },
     },
-    "required": ["type", "event"],
+    "required": ["type", "events"],
     "additionalProperties": False,
 }

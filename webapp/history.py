@@ -10,9 +10,10 @@ event loop; the listener only appends to two in-memory queues:
   database stays down, the oldest events beyond ``max_pending`` are dropped (logged) rather
   than growing without bound. The history is a record of what happened, not the coordinator's
   state (that is the record log), so at worst a crash loses the last ``interval_s`` of it.
-* :class:`Publisher` sends each event to the group's Channels group and to the global one, in
-  order, from one task. A full queue (a channel layer that cannot keep up) drops events; the
-  subscribers see the gap in ``seq`` and take a new snapshot.
+* :class:`Publisher` sends the events to the group's Channels group and to the global one, in
+  order, from one task, batching whatever accumulated while the previous send was under way.
+  A full queue (a channel layer that cannot keep up) drops events; the subscribers see the gap
+  in ``prev_seq`` and take a new snapshot.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db.models import Max
 
-from .feed import ALL_GROUPS_CHANNEL_GROUP, SequencedEvent, group_channel_group
+from .feed import ALL_GROUPS_CHANNEL_GROUP, SequencedEvent, events_message, group_channel_group
 from .models import GroupEvent
 
 logger = logging.getLogger(__name__)
@@ -142,8 +143,11 @@ class HistoryWriter:
 
 
 class Publisher:
-    def __init__(self, channel_layer: Any, *, max_queue: int = 10_000) -> None:
+    def __init__(
+        self, channel_layer: Any, *, max_queue: int = 10_000, max_batch: int = 500
+    ) -> None:
         self.channel_layer = channel_layer
+        self.max_batch = max_batch
         self._queue: asyncio.Queue[SequencedEvent] = asyncio.Queue(maxsize=max_queue)
         self._task: asyncio.Task[None] | None = None
         self._failing = False
@@ -168,17 +172,32 @@ class Publisher:
 
     async def _run(self) -> None:
         while True:
-            item = await self._queue.get()
+            batch = [await self._queue.get()]
+            # Whatever else is ready goes in the same messages: one group_send per Channels
+            # group per batch, however many events the coordinator emitted meanwhile.
+            while len(batch) < self.max_batch and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
             try:
-                await self._publish(item)
+                await self._publish(batch)
             finally:
-                self._queue.task_done()
+                for _ in batch:
+                    self._queue.task_done()
 
-    async def _publish(self, item: SequencedEvent) -> None:
-        message = item.message()
+    async def _publish(self, batch: list[SequencedEvent]) -> None:
+        per_group: dict[str, list[dict[str, Any]]] = {}
+        everything = []
+        for item in batch:
+            event = item.to_json()
+            per_group.setdefault(item.event.group_id, []).append(event)
+            everything.append(event)
         try:
-            await self.channel_layer.group_send(group_channel_group(item.event.group_id), message)
-            await self.channel_layer.group_send(ALL_GROUPS_CHANNEL_GROUP, message)
+            for group_id, events in per_group.items():
+                await self.channel_layer.group_send(
+                    group_channel_group(group_id), events_message(events)
+                )
+            await self.channel_layer.group_send(
+                ALL_GROUPS_CHANNEL_GROUP, events_message(everything)
+            )
         except Exception:
             if not self._failing:
                 logger.exception("event feed: publishing to the channel layer failed")

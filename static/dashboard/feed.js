@@ -126,6 +126,11 @@ export class LiveFeed {
         this.attempt = 0;
         this.onStatus(LIVE, {});
       }
+      if (message.type === "events") {
+        // The server batches the events it had ready; the pages take them one by one.
+        for (const event of message.events) this.onMessage({ type: "event", event });
+        return;
+      }
       this.onMessage(message);
     };
     socket.onclose = (close) => {

@@ -12,6 +12,7 @@ from coordinator_engine.events import EVENT_SCHEMAS, StateChanged, event_from_js
 from webapp.feed import (
     EVENT_MESSAGE_SCHEMA,
     SequencedEvent,
+    events_message,
     group_channel_group,
 )
 
@@ -44,22 +45,25 @@ def test_the_published_message_round_trips_through_json() -> None:
     event = StateChanged(
         group_id="orders", at_ms=5, from_state="Empty", to_state="PreparingRebalance", reason="r"
     )
-    message = json.loads(json.dumps(SequencedEvent(7, event, prev_seq=3).message()))
+    item = SequencedEvent(7, event, prev_seq=3)
+    message = json.loads(json.dumps(events_message([item.to_json()])))
     assert message == {
-        "type": "group.event",
-        "event": {
-            "seq": 7,
-            "prev_seq": 3,
-            "type": "StateChanged",
-            "group_id": "orders",
-            "at_ms": 5,
-            "from_state": "Empty",
-            "to_state": "PreparingRebalance",
-            "reason": "r",
-        },
+        "type": "group.events",
+        "events": [
+            {
+                "seq": 7,
+                "prev_seq": 3,
+                "type": "StateChanged",
+                "group_id": "orders",
+                "at_ms": 5,
+                "from_state": "Empty",
+                "to_state": "PreparingRebalance",
+                "reason": "r",
+            }
+        ],
     }
     assert set(message) == set(EVENT_MESSAGE_SCHEMA["required"])
-    body = dict(message["event"])
+    body = dict(message["events"][0])
     assert body.pop("seq") == 7
     assert body.pop("prev_seq") == 3
     assert set(body) == set(EVENT_SCHEMAS["StateChanged"]["properties"])
