@@ -9,7 +9,8 @@ starts, `make run`'s settings otherwise) with five topics sharing `--partitions`
 `--members` consumers in group `bench`: the real client stack (`GroupClient` over its own
 websocket, eager `range`, auto-commit every second), run by this process as external consumers
 would be, so the server does what it does in production: coordinate, store, publish. Each
-member consumes 10 records per partition every 100 ms. Churn: every `--churn-s` seconds one
+member consumes 10 records per partition every 100 ms (the members' polls staggered over the
+100 ms, as independent processes' would be, not in lockstep). Churn: every `--churn-s` seconds one
 member closes (LeaveGroup) and a new one joins, so the group rebalances over and over and its
 offsets move all the time; every member's commits, joins and assignment changes reach the page.
 
@@ -67,6 +68,7 @@ CHROMIUM_ARGS = [
 ]
 GROUP = "bench"
 TOPICS = 5
+SLICES = 10  # members poll in ten staggered slices
 TARGET_FPS = 30.0
 TARGET_P99_MS = 100.0
 
@@ -108,13 +110,17 @@ class Members(threading.Thread):
         members = [self.new_member() for _ in range(self.count)]
         await connect_all(members)
         next_churn = None
+        tick = 0
         while not self.stopping.is_set():
-            for member in members:
+            # Each member polls every 100 ms, one tenth of them every 10 ms: independent
+            # consumer processes do not poll (and auto-commit) in lockstep.
+            for member in members[tick % SLICES :: SLICES]:
                 client = member.client
                 for (topic, partition), position in client.positions.items():
                     if position >= 0:
                         client.record_consumed(topic, partition, position + 10)
                 member.driver.poll()
+            tick += 1
             now = time.monotonic()
             if self.churning.is_set():
                 if next_churn is None:
@@ -126,7 +132,7 @@ class Members(threading.Thread):
                     joining = self.new_member()
                     await connect_all([joining])
                     members.append(joining)
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1 / SLICES)
         await close_all(members)
 
     async def leave(self, member: Member) -> None:
