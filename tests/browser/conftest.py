@@ -133,7 +133,9 @@ def server(tmp_path: Path) -> Iterator[LiveServer]:
     assert "Traceback" not in output, output
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an asyncio loop running in this thread
+# while it is started, and the other test directories run their own loops afterwards.
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: `make system` installs Debian's chromium")
@@ -141,7 +143,7 @@ def playwright() -> Iterator[Playwright]:
         yield p
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
     yield browser
