@@ -154,7 +154,7 @@ async def simulation(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outco
         consumer = await simulation_for(runtime).act(name, do)
     except SimulationError as exc:
         raise Refused(404, str(exc)) from None
-    return Outcome(True, f"{do}: {name} is now {consumer.stats.status}")
+    return Outcome(True, f"{do}: {name} is now {consumer.to_json()['status']}")
 
 
 async def partitions(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:

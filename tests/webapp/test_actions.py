@@ -179,6 +179,7 @@ async def test_spawn_partitions_cleanup_and_bad_input(runtime: CoordinatorRuntim
     assert len(names) == 2
     paused = await act(staff, "simulation", {"name": names[0], "do": "pause"})
     assert paused.status_code == 200, paused.content
+    assert paused.json()["result"] == f"pause: {names[0]} is now paused"
     for name in names:
         await act(staff, "simulation", {"name": name, "do": "kill"})
     grown = await act(staff, "partitions", {"topic": "orders", "partitions": 4})
