@@ -1,7 +1,7 @@
-"""Browser tests: a real ``manage.py serve`` (Daphne, the runtime, the in-memory channel layer:
-one process) on a free port, and Debian's headless Chromium (``/usr/bin/chromium``, installed by
-``scripts/install-system-packages.sh``) driven by Playwright. Playwright never downloads a
-browser here: it is told where Chromium is.
+"""Browser tests: a real ``manage.py serve`` (``tests.live_server``: Daphne, the runtime, the
+in-memory channel layer, one process) on a free port, and Debian's headless Chromium
+(``/usr/bin/chromium``, installed by ``scripts/install-system-packages.sh``) driven by
+Playwright. Playwright never downloads a browser here: it is told where Chromium is.
 
 Every test gets a ``shots`` helper that writes numbered screenshots to
 ``test-artifacts/browser/<test name>/`` (kept after the run, ignored by git).
@@ -9,24 +9,17 @@ Every test gets a ``shots`` helper that writes numbered screenshots to
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.live_server import ROOT, LiveServer
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 # Chromium as root in a sandbox-less container, with nothing reaching out to the network.
@@ -43,92 +36,23 @@ STAFF = ("staff", "staff-password-1")
 VIEWER = ("viewer", "viewer-password-1")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class LiveServer:
-    """``manage.py serve`` with its own log and database under ``workdir``."""
-
-    def __init__(self, workdir: Path, **settings: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.output = workdir / "serve.log"
-        self.env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "webapp.settings",
-            "CHANNEL_LAYER": "memory",
-            "REBALANCE_LAB_LOG_PATH": str(workdir / "coordinator.db"),
-            "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",
-            "REBALANCE_LAB_OPEN_API": "1",  # the tests set topics up through the API
-            **settings,
-        }
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def manage(self, *args: str) -> None:
-        subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True, timeout=60
-        )
-
-    def start(self) -> None:
-        self.manage("migrate", "--noinput", "-v", "0")
-        users = (
-            "from django.contrib.auth.models import User\n"
-            f"User.objects.create_user({STAFF[0]!r}, password={STAFF[1]!r}, is_staff=True)\n"
-            f"User.objects.create_user({VIEWER[0]!r}, password={VIEWER[1]!r})\n"
-        )
-        self.manage("shell", "-c", users)
-        with self.output.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "manage.py", "serve", "--port", str(self.port), "--no-migrate"],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.output.read_text()
-            try:
-                if self.get("/healthz")["status"] == "ok":
-                    return
-            except (OSError, urllib.error.URLError):
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"serve did not become healthy:\n{self.output.read_text()}")
-
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.url + path, timeout=5) as response:
-            return json.loads(response.read())
-
-    def post(self, path: str, body: Any) -> Any:
-        request = urllib.request.Request(
-            self.url + path,
-            data=json.dumps(body).encode(),
-            method="POST",
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return json.loads(response.read())
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[LiveServer]:
+    """The site with two users: staff, and a signed-in user who is not staff."""
     live = LiveServer(tmp_path, COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS="0")
-    live.start()
+    live.manage("migrate", "--noinput", "-v", "0")
+    users = (
+        "from django.contrib.auth.models import User\n"
+        f"User.objects.create_user({STAFF[0]!r}, password={STAFF[1]!r}, is_staff=True)\n"
+        f"User.objects.create_user({VIEWER[0]!r}, password={VIEWER[1]!r})\n"
+    )
+    live.manage("shell", "-c", users)
+    live.start("--no-migrate")
     yield live
-    live.stop()
+    try:
+        assert live.stop(signal.SIGTERM) == 0
+    finally:
+        live.kill()
     output = live.output.read_text()
     assert "Traceback" not in output, output
 

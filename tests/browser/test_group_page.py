@@ -13,7 +13,9 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from .conftest import STAFF, VIEWER, LiveServer, sign_in
+from tests.live_server import LiveServer
+
+from .conftest import STAFF, VIEWER, sign_in
 
 Shots = Callable[[Page, str], Path]
 GROUP = "browser-demo"

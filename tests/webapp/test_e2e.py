@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import pytest
 import redis
 
-from .test_serve import ROOT, Server, free_port
+from tests.live_server import ROOT, LiveServer, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -142,7 +142,7 @@ def partitions_of(value: str) -> set[tuple[str, int]]:
     return pairs
 
 
-def settled(server: Server, consumers: list[Consumer]) -> dict[str, Any] | None:
+def settled(server: LiveServer, consumers: list[Consumer]) -> dict[str, Any] | None:
     """The group's view once Stable with every consumer in it, each partition owned exactly
     once, and every consumer's last printed assignment the server's; else None."""
     try:
@@ -172,7 +172,7 @@ def committed(group: dict[str, Any]) -> dict[tuple[str, int], int]:
 
 
 def all_committed_beyond(
-    server: Server, floor: dict[tuple[str, int], int]
+    server: LiveServer, floor: dict[tuple[str, int], int]
 ) -> dict[tuple[str, int], int] | None:
     """The committed offsets once every partition's is above ``floor`` (0 when absent)."""
     try:
@@ -200,15 +200,12 @@ def test_consumers_survive_a_kill_9_of_the_server(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
     redis_server.start()
-    server = Server(tmp_path)
-    server.env.update(
-        {
-            "CHANNEL_LAYER": "redis",
-            "REBALANCE_LAB_OPEN_API": "1",
-            "REDIS_URL": redis_server.url,
-            # Long enough for the 20 processes' first joins to land in one rebalance.
-            "COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS": "1000",
-        }
+    server = LiveServer(
+        tmp_path,
+        CHANNEL_LAYER="redis",
+        REDIS_URL=redis_server.url,
+        # Long enough for the 20 processes' first joins to land in one rebalance.
+        COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS="1000",
     )
     consumers: list[Consumer] = []
     try:
@@ -261,6 +258,4 @@ def test_consumers_survive_a_kill_9_of_the_server(
             if consumer.process.poll() is None:
                 consumer.process.kill()
             consumer.process.wait()
-        if server.process is not None and server.process.poll() is None:
-            server.process.kill()
-            server.process.wait()
+        server.kill()

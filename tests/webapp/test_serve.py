@@ -4,98 +4,24 @@ and a restart that replays the log."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from websockets.sync.client import ClientConnection, connect
+from websockets.sync.client import ClientConnection
+
+from tests.live_server import LiveServer
 
 from .helpers import assignment, subscription
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Server:
-    def __init__(self, tmp_path: Path) -> None:
-        self.port = free_port()
-        self.env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "webapp.settings",
-            "CHANNEL_LAYER": "memory",
-            "REBALANCE_LAB_OPEN_API": "1",
-            "REBALANCE_LAB_LOG_PATH": str(tmp_path / "coordinator.db"),
-            "DATABASE": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-            "COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
-        }
-        self.output = tmp_path / "serve.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.output.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "manage.py", "serve", "--port", str(self.port), "-v", "0"],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.output.read_text()
-            try:
-                if self.get("/healthz")["status"] == "ok":
-                    return
-            except (OSError, urllib.error.URLError):
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"serve did not become healthy:\n{self.output.read_text()}")
-
-    def get(self, path: str) -> Any:
-        url = f"http://127.0.0.1:{self.port}{path}"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return json.loads(response.read())
-
-    def post(self, path: str, body: Any) -> Any:
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}",
-            data=json.dumps(body).encode(),
-            method="POST",
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return json.loads(response.read())
-
-    def websocket(self) -> ClientConnection:
-        return connect(f"ws://127.0.0.1:{self.port}/ws/consumer/", open_timeout=5)
-
-    def stop(self, sig: int) -> int:
-        assert self.process is not None
-        self.process.send_signal(sig)
-        return self.process.wait(timeout=20)
-
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    server = Server(tmp_path)
+def server(tmp_path: Path) -> Iterator[LiveServer]:
+    server = LiveServer(tmp_path, COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS="0")
     yield server
-    if server.process is not None and server.process.poll() is None:
-        server.process.kill()
-        server.process.wait()
+    server.kill()
 
 
 def call(ws: ClientConnection, frame_id: int, api: str, request: dict[str, Any]) -> Any:
@@ -117,7 +43,7 @@ def join(group_id: str, member_id: str = "") -> dict[str, Any]:
     }
 
 
-def test_serve_replays_the_log_after_kill_9(server: Server) -> None:
+def test_serve_replays_the_log_after_kill_9(server: LiveServer) -> None:
     server.start()
     server.post("/api/topics", {"name": "orders", "partitions": 2})
     with server.websocket() as ws:
@@ -157,7 +83,7 @@ def test_serve_replays_the_log_after_kill_9(server: Server) -> None:
     assert server.stop(signal.SIGTERM) == 0
 
 
-def test_serve_refuses_a_log_another_process_owns(server: Server, tmp_path: Path) -> None:
+def test_serve_refuses_a_log_another_process_owns(server: LiveServer, tmp_path: Path) -> None:
     import fcntl
 
     lock_path = tmp_path / "coordinator.db.lock"
@@ -174,7 +100,7 @@ def test_serve_refuses_a_log_another_process_owns(server: Server, tmp_path: Path
     assert "is in use by pid 4242" in output
 
 
-def test_replies_to_closed_sockets_are_dropped_quietly(server: Server) -> None:
+def test_replies_to_closed_sockets_are_dropped_quietly(server: LiveServer) -> None:
     """Clients that close their socket with requests in flight: the replies have nowhere to
     go. The server drops them without an error or a "Task exception was never retrieved",
     and goes on serving."""

@@ -1,0 +1,103 @@
+"""A real ``manage.py serve`` for the tests that need one (tests/webapp/test_serve.py,
+test_e2e.py, tests/browser): its own record log, database and output under a directory of the
+test's, the in-memory channel layer unless told otherwise, on a free port."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from websockets.sync.client import ClientConnection, connect
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveServer:
+    """``manage.py serve -v 0`` in ``workdir``; ``settings`` are environment variables over
+    the defaults (the JSON API's writes open: tests set topics up through it)."""
+
+    def __init__(self, workdir: Path, **settings: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "webapp.settings",
+            "CHANNEL_LAYER": "memory",
+            "REBALANCE_LAB_OPEN_API": "1",
+            "REBALANCE_LAB_LOG_PATH": str(workdir / "coordinator.db"),
+            "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",
+            **settings,
+        }
+        self.output = workdir / "serve.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def manage(self, *args: str) -> None:
+        """Another management command on the same database."""
+        subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True, timeout=60
+        )
+
+    def start(self, *options: str) -> None:
+        """Start serving (``options`` go to ``serve``) and wait until /healthz says ok."""
+        command = [sys.executable, "manage.py", "serve", "--port", str(self.port), "-v", "0"]
+        with self.output.open("ab") as out:
+            self.process = subprocess.Popen(
+                [*command, *options],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.output.read_text()
+            try:
+                if self.get("/healthz")["status"] == "ok":
+                    return
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"serve did not become healthy:\n{self.output.read_text()}")
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url + path, timeout=5) as response:
+            return json.loads(response.read())
+
+    def post(self, path: str, body: Any) -> Any:
+        request = urllib.request.Request(
+            self.url + path,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return json.loads(response.read())
+
+    def websocket(self) -> ClientConnection:
+        return connect(f"ws://127.0.0.1:{self.port}/ws/consumer/", open_timeout=5)
+
+    def stop(self, sig: int) -> int:
+        """Send ``sig`` and return the exit status."""
+        assert self.process is not None
+        self.process.send_signal(sig)
+        return self.process.wait(timeout=20)
+
+    def kill(self) -> None:
+        """Whatever happened in the test, leave no process behind."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
