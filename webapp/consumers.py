@@ -111,7 +111,10 @@ class ConsumerProtocolConsumer(DirectDispatch, AsyncWebsocketConsumer):
         return request
 
     async def _serve(self, frame: protocol.Frame) -> None:
+        turns = self.runtime.turns
         try:
+            # A burst of frames (a group's members all rejoining) takes its turn in shares.
+            await turns.wait()
             response = await self.runtime.submit(self._with_client_host(frame.request))
         except asyncio.CancelledError:
             raise
@@ -126,6 +129,9 @@ class ConsumerProtocolConsumer(DirectDispatch, AsyncWebsocketConsumer):
             )
         else:
             reply = protocol.response_frame(frame.id, frame.api, response)
+        # Parked replies complete together (one engine call answers a whole group's JoinGroups):
+        # their encoding and sending is shared out too.
+        await turns.wait()
         await self._send(reply)
 
     async def _send(self, frame: dict[str, Any]) -> None:

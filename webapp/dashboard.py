@@ -1,11 +1,10 @@
 """The dashboard's live feeds (docs/dashboard.md, "Live feeds"): a snapshot on connect, then the
-ordered events of the runtime's feed, then periodic offsets / lag.
+ordered events of the runtime, then periodic offsets / lag.
 
-Ordering: a consumer subscribes to its Channels group *before* it takes the snapshot, and
-Channels hands it messages only after ``connect`` returns, so every event is either reflected
-in the snapshot (``seq <= S``, dropped) or sent after it, in order. The runtime's
-``group_last_seq`` / ``last_seq`` are read on the loop in the same step as the state, so ``S``
-is exact.
+Ordering: a feed subscribes to the runtime (``add_listener``) and reads the snapshot in the same
+step of the event loop, so every event is either reflected in the snapshot (``seq <= S``) or
+queued for sending after it, in order; ``S`` (``group_last_seq`` / ``last_seq``) is read in
+that step too, so it is exact.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from .access import may_read
 from .consumers import DirectDispatch
-from .feed import ALL_GROUPS_CHANNEL_GROUP, group_channel_group
+from .feed import SequencedEvent
 from .models import GroupEvent
 from .runtime import CoordinatorRuntime, get_runtime
 from .views import group_detail_json, group_summary, offsets_json
@@ -88,15 +87,27 @@ def rebalance_buckets(now_ms: int, group_ids: list[str]) -> dict[str, list[int]]
 
 
 class _Feed(DirectDispatch, AsyncWebsocketConsumer):
-    """What both feeds share: the read check, the runtime, the Channels group, a periodic
-    task, and dropping events the snapshot already reflects."""
+    """What both feeds share: the read check, the subscription to the runtime, the event
+    sender, a periodic task.
 
-    channel_group: str
-    snapshot_seq = 0
+    Events come from the runtime of this process (``CoordinatorRuntime.add_listener``), the one
+    the snapshot is read from, not through the channel layer: the listener runs inside the
+    engine's call and wakes this feed's sender, which writes them in the next loop turn. Through
+    the channel layer an event took a dozen turns and Redis round trips to get here (the
+    publisher's wake-up, four round trips per ``group_send``, the layer's receive loop,
+    Channels' dispatch), ~100 ms at the median under churn; docs/dashboard.md.
+    """
+
+    # No channel layer: with Redis, every open page would hold a Redis receive loop for nothing.
+    channel_layer_alias = "__none__"
+
     runtime: CoordinatorRuntime
 
     async def connect(self) -> None:
-        self._ticker: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._subscribed = False
+        self._outbox: list[SequencedEvent] = []
+        self._wake = asyncio.Event()
         if not same_origin(self.scope):
             await self.close(code=CLOSE_FOREIGN_ORIGIN)
             return
@@ -109,24 +120,41 @@ class _Feed(DirectDispatch, AsyncWebsocketConsumer):
             logger.exception("dashboard feed: the coordinator runtime is not available")
             await self.close(code=CLOSE_INTERNAL_ERROR)
             return
-        self.channel_group = self.feed_channel_group()
-        await self.channel_layer.group_add(self.channel_group, self.channel_name)
         await self.accept()
-        await self.send_json(await self.snapshot())
-        self._ticker = asyncio.get_running_loop().create_task(self._tick_forever())
+        await self.prepare()
+        # From here to the snapshot's send, one step: every event the runtime emitted before
+        # it is reflected in the snapshot, every later one lands in the outbox.
+        self.runtime.add_listener(self._on_event)
+        self._subscribed = True
+        await self.send_json(self.snapshot())
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._send_events()),
+            loop.create_task(self._tick_forever()),
+        ]
 
     async def disconnect(self, code: int) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
+        if self._subscribed:
+            self.runtime.remove_listener(self._on_event)
+            self._subscribed = False
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
-        if getattr(self, "channel_group", None):
-            await self.channel_layer.group_discard(self.channel_group, self.channel_name)
+                await task
 
-    async def group_events(self, message: dict[str, Any]) -> None:
-        events = [e for e in message["events"] if e["seq"] > self.snapshot_seq]
-        if events:
-            await self.send_json({"type": "events", "events": events})
+    def _on_event(self, item: SequencedEvent) -> None:
+        """The runtime's listener: inside the engine's call, so it only queues."""
+        if self.wants(item.event.group_id):
+            self._outbox.append(item)
+            self._wake.set()
+
+    async def _send_events(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._outbox = self._outbox, []
+            await self.send_json({"type": "events", "events": [item.to_json() for item in batch]})
 
     async def send_json(self, body: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(body, separators=(",", ":")))
@@ -140,10 +168,14 @@ class _Feed(DirectDispatch, AsyncWebsocketConsumer):
     # -- what each feed defines
     tick_interval_s: float
 
-    def feed_channel_group(self) -> str:
+    def wants(self, group_id: str) -> bool:
         raise NotImplementedError
 
-    async def snapshot(self) -> dict[str, Any]:
+    async def prepare(self) -> None:
+        """Whatever the snapshot needs that takes awaiting (before the subscription)."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """The snapshot frame, read in one step with the subscription."""
         raise NotImplementedError
 
     def tick(self) -> dict[str, Any]:
@@ -155,13 +187,15 @@ class GroupFeedConsumer(_Feed):
 
     tick_interval_s = OFFSETS_INTERVAL_S
 
-    def feed_channel_group(self) -> str:
+    async def prepare(self) -> None:
         self.group_id: str = self.scope["url_route"]["kwargs"]["group_id"]
-        return group_channel_group(self.group_id)
 
-    async def snapshot(self) -> dict[str, Any]:
+    def wants(self, group_id: str) -> bool:
+        return group_id == self.group_id
+
+    def snapshot(self) -> dict[str, Any]:
         runtime = self.runtime
-        self.snapshot_seq = runtime.group_last_seq(self.group_id)
+        seq = runtime.group_last_seq(self.group_id)
         view = runtime.group(self.group_id)
         group = (
             None
@@ -171,7 +205,7 @@ class GroupFeedConsumer(_Feed):
             )
         )
         topics = {} if group is None else subscribed_topics(runtime, group)
-        return {"type": "snapshot", "seq": self.snapshot_seq, "group": group, "topics": topics}
+        return {"type": "snapshot", "seq": seq, "group": group, "topics": topics}
 
     def tick(self) -> dict[str, Any]:
         runtime = self.runtime
@@ -194,18 +228,19 @@ class OverviewFeedConsumer(_Feed):
 
     tick_interval_s = LAG_INTERVAL_S
 
-    def feed_channel_group(self) -> str:
-        return ALL_GROUPS_CHANNEL_GROUP
+    def wants(self, group_id: str) -> bool:
+        return True
 
-    async def snapshot(self) -> dict[str, Any]:
+    async def prepare(self) -> None:
         runtime = self.runtime
         # The sparkline counts come from the history table: store what is pending first.
         await runtime.flush_history()
-        now_ms = runtime.now_ms()
-        group_ids = runtime.group_ids()
-        buckets = await sync_to_async(rebalance_buckets)(now_ms, group_ids)
-        # State read in one step, after the last await: S is exact for it.
-        self.snapshot_seq = runtime.last_seq
+        self.now_ms = runtime.now_ms()
+        self.buckets = await sync_to_async(rebalance_buckets)(self.now_ms, runtime.group_ids())
+
+    def snapshot(self) -> dict[str, Any]:
+        runtime = self.runtime
+        now_ms, buckets = self.now_ms, self.buckets
         lags = self._lags()
         groups = []
         for group_id in runtime.group_ids():
@@ -219,7 +254,7 @@ class OverviewFeedConsumer(_Feed):
                     "rebalances": buckets.get(group_id, [0] * SPARKLINE_BUCKETS),
                 }
             )
-        return {"type": "snapshot", "seq": self.snapshot_seq, "now_ms": now_ms, "groups": groups}
+        return {"type": "snapshot", "seq": runtime.last_seq, "now_ms": now_ms, "groups": groups}
 
     def _lags(self) -> dict[str, int]:
         runtime = self.runtime

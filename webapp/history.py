@@ -10,8 +10,9 @@ event loop; the listener only appends to two in-memory queues:
   database stays down, the oldest events beyond ``max_pending`` are dropped (logged) rather
   than growing without bound. The history is a record of what happened, not the coordinator's
   state (that is the record log), so at worst a crash loses the last ``interval_s`` of it.
-* :class:`Publisher` sends the events to the group's Channels group and to the global one, in
-  order, from one task, batching whatever accumulated while the previous send was under way.
+* :class:`Publisher` sends the events to the group's Channels group and to the global one (the
+  feed for other processes; the dashboard's feeds listen to the runtime itself), in order, from
+  one task, batching whatever accumulated while the previous send was under way.
   A full queue (a channel layer that cannot keep up) drops events; the subscribers see the gap
   in ``prev_seq`` and take a new snapshot.
 """

@@ -23,8 +23,12 @@ engine's only caller: the websocket consumers, the JSON API, in-process simulate
   ``coord.next_deadline_ms()`` (re-arming only when that deadline moved); when it fires it calls
   ``coord.advance(now)``.
 * **Events** get a sequence number (continuing the highest stored one) and go to in-process
-  listeners (:meth:`CoordinatorRuntime.add_listener`), to the history table and to the Channels
-  groups (``webapp.history``, ``webapp.feed``), never blocking the loop.
+  listeners (:meth:`CoordinatorRuntime.add_listener`; the dashboard's feeds are), to the
+  history table and to the Channels groups (``webapp.history``, ``webapp.feed``), never
+  blocking the loop.
+* **Fair turns.** Transports call ``await runtime.turns.wait()`` before each request and each
+  reply (``webapp.turns``): a burst, such as a whole group rejoining at once, is handled a few
+  milliseconds per loop turn, and the loop's socket writes go out in between.
 * **Start and restart.** Daphne runs no ASGI lifespan, so the runtime starts on first use
   (:func:`get_runtime`, from the first websocket connect or API request) or eagerly from
   ``manage.py serve``. Starting takes an exclusive lock on the log (one process owns a log),
@@ -81,6 +85,7 @@ from coordinator_engine.records import OffsetCommitValue
 from .feed import SequencedEvent
 from .history import HistoryWriter, Publisher, last_stored_seq_per_group
 from .topics import TopicRegistry, TopicSpec, UnknownTopicError
+from .turns import TurnBudget
 
 try:
     import fcntl
@@ -244,6 +249,8 @@ class CoordinatorRuntime:
         self.advertised_host = advertised_host
         self.advertised_port = advertised_port
         self._channel_layer_alias = channel_layer_alias
+        #: Turns of the loop shared out to bursts of requests (``webapp.turns``).
+        self.turns = TurnBudget()
         self.history = HistoryWriter(interval_s=history_interval_s, batch_size=history_batch_size)
         self.publisher: Publisher | None = None
         self.topics = TopicRegistry()

@@ -132,3 +132,19 @@ async def test_a_feed_refuses_a_page_of_another_site(runtime: CoordinatorRuntime
     communicator = WebsocketCommunicator(application, "/ws/dashboard/groups/", headers=headers)
     connected, code = await communicator.connect()
     assert (connected, code) == (False, 4403)
+
+
+async def test_a_closed_page_stops_listening_to_the_runtime(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    """A feed listens to the runtime of its process (not the channel layer); closing the
+    page must take its listener away, or every visit would leave a queue filling forever."""
+    listening = len(runtime._listeners)
+    feeds = [
+        (await open_feed(path))[0] for path in ("/ws/dashboard/groups/", "/ws/dashboard/groups/g/")
+    ]
+    assert len(runtime._listeners) == listening + 2
+    for feed in feeds:
+        await feed.disconnect()
+    assert len(runtime._listeners) == listening
+    await stable_group(ws, "g")  # events after the pages closed go nowhere, quietly

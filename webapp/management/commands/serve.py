@@ -11,6 +11,7 @@ answers 503 "starting" while the log replays. SIGINT/SIGTERM stop Daphne, then t
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -101,6 +102,7 @@ class Command(BaseCommand):
                 failed.append(exc)
                 server.stop()
                 return
+            freeze_long_lived_objects()
             self.stdout.write(
                 f"Rebalance Lab on http://{host}:{port}/ (websocket /ws/consumer/); "
                 f"log {runtime.log_path}, {len(runtime.group_ids())} groups, "
@@ -134,6 +136,15 @@ class Command(BaseCommand):
             raise CommandError(f"the coordinator runtime could not start: {failed[0]}")
         if server.abort_start:
             raise CommandError(f"could not listen on {host}:{port}")
+
+
+def freeze_long_lived_objects() -> None:
+    """Move what exists once the runtime is up (Django, Twisted, the replayed groups: ~125,000
+    objects that live as long as the process) out of the garbage collector's sight. A full
+    collection walked them all, ~100 ms with the loop stopped, every few seconds under load;
+    after the freeze it takes ~10 ms (bench/dashboard.py, event → page latency)."""
+    gc.collect()
+    gc.freeze()
 
 
 def check_channel_layer() -> None:
