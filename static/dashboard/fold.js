@@ -9,6 +9,8 @@
 // Event types and fields are the engine's (coordinator_engine/events.py); the snapshot is the
 // feed's {"type": "snapshot", "seq", "group", "topics"} with `group` as GET /api/groups/<id>.
 
+import { PersistentMap } from "./pmap.js";
+
 /** How many generations the timeline keeps. */
 export const MAX_GENERATIONS = 100;
 
@@ -38,7 +40,7 @@ export function emptyModel(groupId, seq = 0) {
     owners: new Map(), // partition key → owner member id (owned partitions only)
     released: new Map(), // partition key → RELEASED_* (owned before, nobody now)
     topics: {}, // topic → partition count
-    offsets: new Map(), // partition key → {topic, partition, offset, logEnd, lag}
+    offsets: new PersistentMap(), // partition key → {topic, partition, offset, logEnd, lag}
     totalLag: null,
     lastTransition: null, // {from, to, reason, atMs, seq}
     rebalance: null, // the rebalance under way: {startedMs, reason}
@@ -100,11 +102,9 @@ export function modelFromSnapshot(groupId, snapshot) {
 }
 
 function offsetRows(rows) {
-  const out = new Map();
-  for (const r of rows || []) {
-    out.set(partitionKey(r.topic, r.partition), offsetRow(r.topic, r.partition, r.offset, r.log_end_offset));
-  }
-  return out;
+  return PersistentMap.from(
+    (rows || []).map((r) => [partitionKey(r.topic, r.partition), offsetRow(r.topic, r.partition, r.offset, r.log_end_offset)]),
+  );
 }
 
 function sameRecord(a, b) {
@@ -310,19 +310,17 @@ const HANDLERS = {
   },
 
   OffsetsCommitted(model, e) {
-    const offsets = new Map(model.offsets);
-    for (const [topic, partition, offset] of e.offsets) {
+    const rows = e.offsets.map(([topic, partition, offset]) => {
       const key = partitionKey(topic, partition);
-      const old = offsets.get(key);
-      offsets.set(key, offsetRow(topic, partition, offset, old ? old.logEnd : null));
-    }
-    return { ...model, offsets };
+      const old = model.offsets.get(key);
+      return [key, offsetRow(topic, partition, offset, old ? old.logEnd : null)];
+    });
+    return { ...model, offsets: model.offsets.with(rows) };
   },
 
   OffsetsRemoved(model, e) {
-    const offsets = new Map(model.offsets);
-    for (const [topic, partition] of e.partitions) offsets.delete(partitionKey(topic, partition));
-    return { ...model, offsets };
+    const keys = e.partitions.map(([topic, partition]) => partitionKey(topic, partition));
+    return { ...model, offsets: model.offsets.without(keys) };
   },
 
   GroupRemoved(model, e) {
