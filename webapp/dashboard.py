@@ -25,7 +25,7 @@ from .consumers import DirectDispatch
 from .feed import SequencedEvent
 from .models import GroupEvent
 from .runtime import CoordinatorRuntime, get_runtime
-from .views import group_detail_json, group_summary, offsets_json
+from .views import group_detail_json, group_summary, log_end_offsets
 
 logger = logging.getLogger(__name__)
 
@@ -209,18 +209,10 @@ class GroupFeedConsumer(_Feed):
 
     def tick(self) -> dict[str, Any]:
         runtime = self.runtime
-        rows, total_lag = offsets_json(
+        ends, total_lag = log_end_offsets(
             runtime.committed_offsets(self.group_id), runtime.topics, runtime.now_ms()
         )
-        topics = {row["topic"] for row in rows}
-        return {
-            "type": "offsets",
-            "offsets": rows,
-            "total_lag": total_lag,
-            "topics": {
-                t: spec.partitions for t in sorted(topics) if (spec := runtime.topics.get(t))
-            },
-        }
+        return {"type": "offsets", "log_end_offsets": ends, "total_lag": total_lag}
 
 
 class OverviewFeedConsumer(_Feed):
@@ -259,10 +251,11 @@ class OverviewFeedConsumer(_Feed):
     def _lags(self) -> dict[str, int]:
         runtime = self.runtime
         now_ms = runtime.now_ms()
-        return {
-            group_id: offsets_json(runtime.committed_offsets(group_id), runtime.topics, now_ms)[1]
-            for group_id in runtime.group_ids()
-        }
+        lags = {}
+        for group_id in runtime.group_ids():
+            offsets = runtime.committed_offsets(group_id)
+            lags[group_id] = log_end_offsets(offsets, runtime.topics, now_ms)[1]
+        return lags
 
     def tick(self) -> dict[str, Any]:
         return {"type": "lag", "total_lag": self._lags()}

@@ -125,6 +125,12 @@ def _assigned_partitions(member: MemberView, consumer: bool) -> list[list[Any]] 
     return [[topic, partition] for topic, partition in sorted(pairs)]
 
 
+def partition_lag(log_end: int | None, offset: int) -> int | None:
+    """How far a committed offset is behind its log end; None when either is unknown (an
+    unknown topic or partition, or offset -1)."""
+    return max(0, log_end - offset) if log_end is not None and offset >= 0 else None
+
+
 def offsets_json(
     offsets: Mapping[tuple[str, int], OffsetCommitValue], topics: TopicRegistry, now_ms: int
 ) -> tuple[list[dict[str, Any]], int]:
@@ -134,7 +140,7 @@ def offsets_json(
     total_lag = 0
     for (topic, partition), value in sorted(offsets.items()):
         log_end = topics.log_end_offset(topic, partition, now_ms)
-        lag = max(0, log_end - value.offset) if log_end is not None and value.offset >= 0 else None
+        lag = partition_lag(log_end, value.offset)
         total_lag += lag or 0
         rows.append(
             {
@@ -150,6 +156,26 @@ def offsets_json(
             }
         )
     return rows, total_lag
+
+
+def log_end_offsets(
+    offsets: Mapping[tuple[str, int], OffsetCommitValue], topics: TopicRegistry, now_ms: int
+) -> tuple[dict[str, list[int]], int]:
+    """The log-end offset of every partition of each topic with committed offsets (topics the
+    registry does not know are left out), and the group's total lag: what changes about a
+    group's offsets between its OffsetsCommitted events."""
+    ends: dict[str, list[int]] = {}
+    total_lag = 0
+    for (topic, partition), value in offsets.items():
+        if topic not in ends:
+            spec = topics.get(topic)
+            if spec is None:
+                continue
+            ends[topic] = spec.log_end_offsets(now_ms)
+        partitions = ends[topic]
+        log_end = partitions[partition] if 0 <= partition < len(partitions) else None
+        total_lag += partition_lag(log_end, value.offset) or 0
+    return dict(sorted(ends.items())), total_lag
 
 
 def group_detail_json(

@@ -112,11 +112,27 @@ function sameRecord(a, b) {
   return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }
 
-/** The feed's once-a-second `{"type": "offsets", offsets, total_lag, topics}`. Topics keep
- *  their object when the counts did not change, so the lanes are not laid out again. */
+/** The feed's once-a-second `{"type": "offsets", log_end_offsets: {topic: [log end per
+ *  partition]}, total_lag}`: each committed offset's log end and lag move on; the lists'
+ *  lengths are the topics' partition counts. Rows and topics keep their objects where nothing
+ *  changed, so the renderers skip them. */
 export function applyOffsets(model, message) {
-  const topics = message.topics && !sameRecord(message.topics, model.topics) ? { ...message.topics } : model.topics;
-  return { ...model, offsets: offsetRows(message.offsets), totalLag: message.total_lag ?? null, topics };
+  const ends = message.log_end_offsets || {};
+  const changed = [];
+  for (const [key, row] of model.offsets) {
+    const list = ends[row.topic];
+    if (!list) continue;
+    const logEnd = list[row.partition] ?? null;
+    if (logEnd !== row.logEnd) changed.push([key, offsetRow(row.topic, row.partition, row.offset, logEnd)]);
+  }
+  let topics = model.topics;
+  for (const [topic, list] of Object.entries(ends)) {
+    if (topics[topic] !== list.length) {
+      if (topics === model.topics) topics = { ...model.topics };
+      topics[topic] = list.length;
+    }
+  }
+  return { ...model, offsets: model.offsets.with(changed), totalLag: message.total_lag ?? null, topics };
 }
 
 // ------------------------------------------------------------------ membership helpers

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.test import AsyncClient
 
 from webapp.asgi import application
-from webapp.runtime import CoordinatorRuntime
+from webapp.runtime import CoordinatorRuntime, ManualClock
 
 from .helpers import Client, join_new_member, stable_group
 
@@ -73,7 +74,39 @@ async def test_events_of_other_groups_do_not_reach_a_group_feed(
         await join_new_member(ws, "other-group")  # a PendingMemberAdded of another group
         await stable_group(ws, "third")
         offsets = await next_message(feed, "offsets")  # the first message after the snapshot
-        assert offsets["total_lag"] == 0 and offsets["offsets"] == []
+        assert offsets == {"type": "offsets", "log_end_offsets": {}, "total_lag": 0}
+    finally:
+        await feed.disconnect()
+
+
+async def test_the_offsets_tick_carries_log_ends_and_the_lag_the_api_shows(
+    runtime: CoordinatorRuntime, ws: Client, async_client: AsyncClient, clock: ManualClock
+) -> None:
+    await runtime.create_topic("orders", 2, produce_rate_per_s=10)
+    member_id = await stable_group(ws)
+    await ws.call(
+        "OffsetCommit",
+        {
+            "group_id": "my-group",
+            "generation_id": 1,
+            "member_id": member_id,
+            "offsets": [
+                {"topic": "orders", "partition": 0, "offset": 30},
+                {"topic": "gone", "partition": 0, "offset": 5},  # a topic nobody knows
+            ],
+        },
+    )
+    clock.advance(5_000)  # 50 records produced per partition since the topic was created
+    feed, _ = await open_feed("/ws/dashboard/groups/my-group/")
+    try:
+        offsets = await next_message(feed, "offsets")
+        assert offsets == {
+            "type": "offsets",
+            "log_end_offsets": {"orders": [50, 50]},
+            "total_lag": 20,
+        }
+        api = (await async_client.get("/api/groups/my-group")).json()
+        assert api["total_lag"] == offsets["total_lag"]
     finally:
         await feed.disconnect()
 

@@ -159,7 +159,7 @@ describe("events", () => {
     assert.equal(model.rebalance, null);
   });
 
-  test("offsets: commits update the rows, removals drop them, the feed's rows replace them", () => {
+  test("offsets: commits update the rows, removals drop them, the feed's log ends move the lag", () => {
     let model = modelFromSnapshot(
       "g",
       ev.snapshot(0, { offsets: [{ topic: "t", partition: 0, offset: 5, log_end_offset: 12 }] }),
@@ -171,13 +171,15 @@ describe("events", () => {
     assert.deepEqual([...model.offsets.keys()], ["t-1"]);
     model = applyOffsets(model, {
       type: "offsets",
-      offsets: [{ topic: "t", partition: 1, offset: 3, log_end_offset: 9, lag: 6 }],
+      log_end_offsets: { t: [20, 9, 0, 0, 0, 0], gone: [1] },
       total_lag: 6,
-      topics: { t: 6 },
     });
-    assert.equal(model.offsets.get("t-1").lag, 6);
+    assert.deepEqual(model.offsets.get("t-1"), { topic: "t", partition: 1, offset: 3, logEnd: 9, lag: 6 });
+    assert.ok(!model.offsets.has("t-0"), "a log end does not make a committed offset");
     assert.equal(model.totalLag, 6);
-    assert.equal(partitionList(model).length, 6);
+    assert.equal(partitionList(model).length, 6 + 1, "t has 6 partitions now, and gone one");
+    model = applyEvent(model, ev.offsetsCommitted("a", [["t", 1, 9]]));
+    assert.equal(model.offsets.get("t-1").lag, 0, "a commit keeps the log end it knew");
   });
 
   test("GroupRemoved: the group is Dead with no lanes", () => {
@@ -212,10 +214,13 @@ describe("events", () => {
     assert.notEqual(moved.members, model.members);
     assert.equal(moved.members.get("a").sessionTimeoutMs, 45_000);
 
-    model = applyOffsets(model, { offsets: [], total_lag: 0, topics: { t: 4 } });
-    const topics = model.topics;
-    assert.equal(applyOffsets(model, { offsets: [], total_lag: 0, topics: { t: 4 } }).topics, topics);
-    assert.deepEqual(applyOffsets(model, { offsets: [], total_lag: 0, topics: { t: 6 } }).topics, { t: 6 });
+    const ends = (n) => ({ log_end_offsets: { t: new Array(n).fill(0) }, total_lag: 0 });
+    model = applyOffsets(model, ends(4));
+    const { topics, offsets } = model;
+    const again = applyOffsets(model, ends(4));
+    assert.equal(again.topics, topics);
+    assert.equal(again.offsets, offsets);
+    assert.deepEqual(applyOffsets(model, ends(6)).topics, { ...topics, t: 6 });
   });
 });
 
