@@ -87,8 +87,9 @@ class LiveServer:
         with urllib.request.urlopen(request, timeout=5) as response:
             return json.loads(response.read())
 
-    def websocket(self) -> ClientConnection:
-        return connect(f"ws://127.0.0.1:{self.port}/ws/consumer/", open_timeout=5)
+    def websocket(self, **options: Any) -> ClientConnection:
+        """A websocket to the consumer protocol (``options``: websockets' ``connect``'s)."""
+        return connect(f"ws://127.0.0.1:{self.port}/ws/consumer/", open_timeout=5, **options)
 
     def stop(self, sig: int) -> int:
         """Send ``sig`` and return the exit status."""

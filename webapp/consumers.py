@@ -21,6 +21,7 @@ from collections import deque
 from typing import Any
 
 from autobahn.exception import Disconnected
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from coordinator_engine import JoinGroupRequest
@@ -36,10 +37,26 @@ CLOSE_POLICY_VIOLATION = 1008
 CLOSE_INTERNAL_ERROR = 1011
 
 
-class DirectDispatch:
-    """For consumers whose handlers never touch the database: Channels' dispatch closes stale
-    database connections in a thread before every message; skip that hop (a thread round
-    trip per frame)."""
+class SocketOnly:
+    """For consumers that talk to their socket and to the runtime only: no channel layer, no
+    database in their handlers. Two of Channels' hops per message are skipped:
+
+    * its dispatch loop waits on the socket *and* a channel layer, through a new task and an
+      ``asyncio.wait`` per message; here the loop awaits the socket, and with no channel layer
+      there is no Redis receive loop per connection either;
+    * its ``dispatch`` closes stale database connections in a worker thread before every
+      message (a thread round trip per frame).
+    """
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        self.scope = scope
+        self.channel_layer = None
+        self.base_send = send
+        try:
+            while True:
+                await self.dispatch(await receive())
+        except StopConsumer:
+            pass
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         handler = getattr(self, message["type"].replace(".", "_"), None)
@@ -48,11 +65,7 @@ class DirectDispatch:
         await handler(message)
 
 
-class ConsumerProtocolConsumer(DirectDispatch, AsyncWebsocketConsumer):
-    # This socket talks to the runtime only: no channel layer (with Redis, every connection
-    # would otherwise hold a Redis receive loop for nothing).
-    channel_layer_alias = "__none__"
-
+class ConsumerProtocolConsumer(SocketOnly, AsyncWebsocketConsumer):
     FLOOD_LIMIT = 200
     FLOOD_WINDOW_S = 10.0
 

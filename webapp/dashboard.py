@@ -21,7 +21,7 @@ from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from .access import may_read
-from .consumers import DirectDispatch
+from .consumers import SocketOnly
 from .feed import SequencedEvent
 from .models import GroupEvent
 from .runtime import CoordinatorRuntime, get_runtime
@@ -86,7 +86,7 @@ def rebalance_buckets(now_ms: int, group_ids: list[str]) -> dict[str, list[int]]
     return {g: [counts[g, b] for b in range(SPARKLINE_BUCKETS)] for g in group_ids}
 
 
-class _Feed(DirectDispatch, AsyncWebsocketConsumer):
+class _Feed(SocketOnly, AsyncWebsocketConsumer):
     """What both feeds share: the read check, the subscription to the runtime, the event
     sender, a periodic task.
 
@@ -97,9 +97,6 @@ class _Feed(DirectDispatch, AsyncWebsocketConsumer):
     publisher's wake-up, four round trips per ``group_send``, the layer's receive loop,
     Channels' dispatch), ~100 ms at the median under churn; docs/dashboard.md.
     """
-
-    # No channel layer: with Redis, every open page would hold a Redis receive loop for nothing.
-    channel_layer_alias = "__none__"
 
     runtime: CoordinatorRuntime
 

@@ -4,13 +4,16 @@ malformed frames leave the connection serving."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import gc
 import json
 import random
 import string
 from typing import Any
 
 import pytest
+from autobahn.exception import Disconnected
 
 from webapp.consumers import ConsumerProtocolConsumer
 from webapp.protocol import APIS, MAX_FRAME_BYTES, to_json
@@ -319,3 +322,48 @@ async def test_a_connection_is_refused_when_the_runtime_cannot_start(
     finally:
         await runtime.stop()
         install_runtime(None)
+
+
+async def test_a_reply_to_a_socket_that_is_closing_is_dropped_quietly(
+    runtime: CoordinatorRuntime,
+) -> None:
+    """Between the client's close frame and the end of the TCP connection, Daphne's send
+    raises autobahn's ``Disconnected``: the reply is dropped, nothing is logged as an error,
+    and the consumer ends cleanly on the disconnect. (test_serve.py's end-to-end burst meets
+    that window only some of the time; here Daphne's side is played exactly.)"""
+    loop = asyncio.get_running_loop()
+    problems: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: problems.append(context))
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    accepted = asyncio.Event()
+    attempts: list[str] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "websocket.accept":
+            accepted.set()
+        elif message["type"] == "websocket.send":
+            attempts.append(message["text"])
+            raise Disconnected("Attempt to send on a closed protocol")
+
+    scope = {"type": "websocket", "path": "/ws/consumer/", "client": ["127.0.0.1", 5000]}
+    consumer = asyncio.create_task(ConsumerProtocolConsumer.as_asgi()(scope, inbox.get, send))
+    try:
+        await inbox.put({"type": "websocket.connect"})
+        await asyncio.wait_for(accepted.wait(), 5)
+        for n in range(3):
+            frame = {"id": n, "api": "ListGroups", "request": {}}
+            await inbox.put({"type": "websocket.receive", "text": json.dumps(frame)})
+
+        async def first_attempt() -> None:
+            while not attempts:
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(first_attempt(), 5)  # the others are dropped without trying
+        await asyncio.sleep(0.05)
+        await inbox.put({"type": "websocket.disconnect", "code": 1000})
+        await asyncio.wait_for(consumer, 5)
+        gc.collect()  # a task that died of the exception would report it as it goes
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(None)
+    assert problems == []
