@@ -3,8 +3,9 @@
 // One box per member (data-testid="member-<id>") plus the unowned area on top
 // (data-testid="unassigned-partitions"); each tile (data-testid="partition-<topic>-<partition>",
 // data-owner) is a child of the box that holds it. Positions come from layout.js, not from the
-// DOM: boxes and tiles are placed with CSS transforms. A tile whose owner changes is moved into
-// its new box and a d3 transition carries it from where it was on screen to its new slot.
+// DOM: boxes are placed with CSS transforms, tiles by left/top in their box (placeAt). A tile
+// whose owner changes is moved into its new box and a d3 transition of a transform carries it
+// from where it was on screen to its new slot (FLIP); the transform goes when it lands.
 // The tiles are one keyed d3 join by "topic-partition": a render touches only tiles whose
 // owner or slot changed, never re-creates the 1,000 of them.
 
@@ -17,6 +18,14 @@ const UNOWNED = ""; // the unowned area's box id (and its tiles' data-owner)
 const MOVE_MS = 650;
 
 const translate = (x, y) => `translate(${x}px,${y}px)`;
+
+/** A resting tile is placed by left/top, not by a transform: a transform makes each of the
+ *  1,000 tiles a node of its own in the compositor's property trees, and every frame paid for
+ *  sorting them into layers (Chromium's "Layerize", ~3.5 ms a frame under bench/dashboard.py). */
+function placeAt(node, { x, y }) {
+  node.style.left = `${x}px`;
+  node.style.top = `${y}px`;
+}
 
 export function createLanes(root, { topicColor, onResize }) {
   let width = root.clientWidth;
@@ -167,7 +176,8 @@ export function createLanes(root, { topicColor, onResize }) {
         d3.select(this).interrupt("move");
         this.__x = place.x;
         this.__y = place.y;
-        this.style.transform = translate(place.x, place.y);
+        placeAt(this, place);
+        this.style.transform = "";
       }
     });
     if (!moving.size) return;
@@ -176,6 +186,11 @@ export function createLanes(root, { topicColor, onResize }) {
     const nodes = [...moving.keys()];
     d3.selectAll(nodes).interrupt("move");
     for (const node of nodes) {
+      // FLIP: the tile takes its new place at once and a transform carries it there from
+      // where it was drawn; the transform goes when it lands.
+      const { from, to } = moving.get(node);
+      placeAt(node, to);
+      node.style.transform = translate(from.x - to.x, from.y - to.y);
       const box = node.parentNode;
       box.__arrivals = (box.__arrivals || 0) + 1;
       box.classList.add("is-receiving");
@@ -197,10 +212,14 @@ export function createLanes(root, { topicColor, onResize }) {
         return (t) => {
           this.__x = from.x + (to.x - from.x) * t;
           this.__y = from.y + (to.y - from.y) * t;
-          return translate(this.__x, this.__y);
+          return translate(this.__x - to.x, this.__y - to.y);
         };
       })
-      .on("end interrupt cancel", landed);
+      .on("end", function () {
+        this.style.transform = "";
+        landed.call(this);
+      })
+      .on("interrupt cancel", landed);
   }
 
   /** Draw `next` (a fold.js model); nothing to do unless what the lanes show changed. */
