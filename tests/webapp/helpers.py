@@ -183,3 +183,13 @@ async def stable_group(ws: Client, group_id: str = "my-group") -> str:
     )
     assert synced["error_code"] == 0, synced
     return member_id
+
+
+async def commit_offsets(
+    ws: Client, member_id: str, offsets: list[dict[str, Any]], group_id: str = "my-group"
+) -> Any:
+    """OffsetCommit by ``member_id`` of generation 1 (``stable_group``'s); the response."""
+    return await ws.call(
+        "OffsetCommit",
+        {"group_id": group_id, "generation_id": 1, "member_id": member_id, "offsets": offsets},
+    )

@@ -12,7 +12,7 @@ from django.test import AsyncClient
 
 from webapp.runtime import CoordinatorRuntime, ManualClock, install_runtime
 
-from .helpers import START_MS, Client, stable_group, subscription
+from .helpers import START_MS, Client, commit_offsets, stable_group, subscription
 
 pytestmark = pytest.mark.asyncio
 
@@ -132,17 +132,13 @@ async def test_a_group_shows_members_decoded_assignments_and_lag_per_partition(
 ) -> None:
     await runtime.create_topic("orders", 2, produce_rate_per_s=10)
     member_id = await stable_group(ws)
-    await ws.call(
-        "OffsetCommit",
-        {
-            "group_id": "my-group",
-            "generation_id": 1,
-            "member_id": member_id,
-            "offsets": [
-                {"topic": "orders", "partition": 0, "offset": 30},
-                {"topic": "gone", "partition": 0, "offset": 5},
-            ],
-        },
+    await commit_offsets(
+        ws,
+        member_id,
+        [
+            {"topic": "orders", "partition": 0, "offset": 30},
+            {"topic": "gone", "partition": 0, "offset": 5},
+        ],
     )
     clock.advance(5_000)  # 50 messages produced per partition since the topic was created
     response = await http.get("/api/groups/my-group")

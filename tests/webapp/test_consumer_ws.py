@@ -16,6 +16,7 @@ from .helpers import (
     START_MS,
     Client,
     assignment,
+    commit_offsets,
     join_new_member,
     join_request,
     stable_group,
@@ -157,17 +158,13 @@ async def test_heartbeat_in_a_stable_group_and_with_an_old_generation(ws: Client
 
 async def test_offset_commit_then_fetch(ws: Client) -> None:
     member_id = await stable_group(ws)
-    committed = await ws.call(
-        "OffsetCommit",
-        {
-            "group_id": "my-group",
-            "generation_id": 1,
-            "member_id": member_id,
-            "offsets": [
-                {"topic": "orders", "partition": 0, "offset": 42, "metadata": "m"},
-                {"topic": "orders", "partition": 1, "offset": 7, "leader_epoch": 3},
-            ],
-        },
+    committed = await commit_offsets(
+        ws,
+        member_id,
+        [
+            {"topic": "orders", "partition": 0, "offset": 42, "metadata": "m"},
+            {"topic": "orders", "partition": 1, "offset": 7, "leader_epoch": 3},
+        ],
     )
     assert committed == {
         "partitions": [
@@ -212,17 +209,13 @@ async def test_offset_commit_then_fetch(ws: Client) -> None:
 
 async def test_leave_group_then_offset_delete_and_delete_groups(ws: Client) -> None:
     member_id = await stable_group(ws)
-    await ws.call(
-        "OffsetCommit",
-        {
-            "group_id": "my-group",
-            "generation_id": 1,
-            "member_id": member_id,
-            "offsets": [
-                {"topic": "orders", "partition": 0, "offset": 42},
-                {"topic": "orders", "partition": 1, "offset": 9},
-            ],
-        },
+    await commit_offsets(
+        ws,
+        member_id,
+        [
+            {"topic": "orders", "partition": 0, "offset": 42},
+            {"topic": "orders", "partition": 1, "offset": 9},
+        ],
     )
     assert await ws.call(
         "LeaveGroup",

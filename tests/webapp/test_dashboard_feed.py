@@ -13,7 +13,7 @@ from django.test import AsyncClient
 from webapp.asgi import application
 from webapp.runtime import CoordinatorRuntime, ManualClock
 
-from .helpers import Client, join_new_member, stable_group
+from .helpers import Client, commit_offsets, join_new_member, stable_group
 
 pytestmark = pytest.mark.asyncio
 
@@ -84,17 +84,13 @@ async def test_the_offsets_tick_carries_log_ends_and_the_lag_the_api_shows(
 ) -> None:
     await runtime.create_topic("orders", 2, produce_rate_per_s=10)
     member_id = await stable_group(ws)
-    await ws.call(
-        "OffsetCommit",
-        {
-            "group_id": "my-group",
-            "generation_id": 1,
-            "member_id": member_id,
-            "offsets": [
-                {"topic": "orders", "partition": 0, "offset": 30},
-                {"topic": "gone", "partition": 0, "offset": 5},  # a topic nobody knows
-            ],
-        },
+    await commit_offsets(
+        ws,
+        member_id,
+        [
+            {"topic": "orders", "partition": 0, "offset": 30},
+            {"topic": "gone", "partition": 0, "offset": 5},  # a topic nobody knows
+        ],
     )
     clock.advance(5_000)  # 50 records produced per partition since the topic was created
     feed, _ = await open_feed("/ws/dashboard/groups/my-group/")

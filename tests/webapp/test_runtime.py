@@ -27,7 +27,15 @@ from webapp.feed import SequencedEvent, group_channel_group
 from webapp.models import GroupEvent
 from webapp.runtime import CoordinatorRuntime, ManualClock, RuntimeNotReady, install_runtime
 
-from .helpers import START_MS, Client, assignment, connect, stable_group, subscription
+from .helpers import (
+    START_MS,
+    Client,
+    assignment,
+    commit_offsets,
+    connect,
+    stable_group,
+    subscription,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -39,14 +47,8 @@ async def test_a_restarted_runtime_replays_groups_generations_assignments_and_of
     clock: ManualClock,
 ) -> None:
     member_id = await stable_group(ws)
-    await ws.call(
-        "OffsetCommit",
-        {
-            "group_id": "my-group",
-            "generation_id": 1,
-            "member_id": member_id,
-            "offsets": [{"topic": "orders", "partition": 1, "offset": 99, "metadata": "m"}],
-        },
+    await commit_offsets(
+        ws, member_id, [{"topic": "orders", "partition": 1, "offset": 99, "metadata": "m"}]
     )
     await runtime.create_topic("orders", 2, produce_rate_per_s=1)
     last_seq = runtime.last_seq
