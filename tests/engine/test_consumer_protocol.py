@@ -8,6 +8,7 @@ and UTF-8; bytes as int32 length; -1 for null), one field per line.
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -284,12 +285,18 @@ def test_sticky_user_data_round_trips(pairs: list[tuple[str, int]], generation: 
     )
 
 
-@given(subscriptions)
+@pytest.fixture(scope="module")
+def metadata() -> Any:
+    """kafka-python's consumer protocol module, imported once: imported inside a Hypothesis
+    example, its ~0.5 s import under load counted against the example's 200 ms deadline."""
+    return pytest.importorskip("kafka.protocol.consumer.metadata")
+
+
+@given(subscription=subscriptions)
 def test_kafka_python_reads_our_subscriptions_and_we_read_its(
-    subscription: ConsumerProtocolSubscription,
+    metadata: Any, subscription: ConsumerProtocolSubscription
 ) -> None:
     """A second implementation of the same schema (kafka-python's) agrees byte for byte."""
-    metadata = pytest.importorskip("kafka.protocol.consumer.metadata")
     ours = encode_subscription(subscription)
     theirs = metadata.ConsumerProtocolSubscription.decode(ours)
     assert list(theirs.topics) == sorted(subscription.topics, key=java_order)
@@ -304,9 +311,10 @@ def test_kafka_python_reads_our_subscriptions_and_we_read_its(
     assert encoded_by_them == ours
 
 
-@given(assignments)
-def test_kafka_python_reads_our_assignments(assignment: ConsumerProtocolAssignment) -> None:
-    metadata = pytest.importorskip("kafka.protocol.consumer.metadata")
+@given(assignment=assignments)
+def test_kafka_python_reads_our_assignments(
+    metadata: Any, assignment: ConsumerProtocolAssignment
+) -> None:
     theirs = metadata.ConsumerProtocolAssignment.decode(encode_assignment(assignment))
     assert sorted(tuple(p) for p in theirs.partitions()) == sorted(assignment.assigned_partitions)
     assert theirs.user_data == assignment.user_data
