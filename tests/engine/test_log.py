@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -275,6 +276,81 @@ def test_sqlite_log_rejects_other_synchronous_modes(db_path: Path, synchronous: 
 def test_sqlite_log_refuses_an_in_memory_database() -> None:
     with pytest.raises(ValueError, match="WAL"):
         SqliteLog(":memory:")
+
+
+def records_in_database_file(db_path: Path, tmp_path: Path) -> list[Entry]:
+    """The records the database file holds by itself, without its write-ahead log."""
+    copy = tmp_path / "database-file-only.sqlite3"
+    copy.write_bytes(db_path.read_bytes())
+    conn = sqlite3.connect(copy)
+    try:
+        tables = conn.execute("SELECT name FROM sqlite_master WHERE name = 'records'").fetchall()
+        if not tables:
+            return []
+        return conn.execute('SELECT key, value FROM records ORDER BY "offset"').fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("autocheckpoint", [True, False])
+def test_appends_checkpoint_only_when_autocheckpoint_is_on(
+    db_path: Path, tmp_path: Path, autocheckpoint: bool
+) -> None:
+    entries = [(f"k{i}".encode(), b"v" * 600) for i in range(3_000)]  # > 1,000 WAL pages
+    with SqliteLog(db_path, autocheckpoint=autocheckpoint) as log:
+        for entry in entries:
+            log.append([entry])
+        stored = records_in_database_file(db_path, tmp_path)
+        if autocheckpoint:
+            # SQLite checkpointed inside appends: most records reached the database file.
+            assert len(stored) > 1_000
+            assert stored == entries[: len(stored)]
+        else:
+            assert stored == []
+        assert list(log.read()) == entries  # readable either way, through the WAL
+
+
+def test_checkpoint_copies_the_write_ahead_log_into_the_database_file(
+    db_path: Path, tmp_path: Path
+) -> None:
+    entries = [(b"k", b"1"), (b"j", None), (b"k", b"2")]
+    with SqliteLog(db_path, autocheckpoint=False) as log:
+        log.append(entries[:2])
+        log.append(entries[2:])
+        assert records_in_database_file(db_path, tmp_path) == []
+        assert log.checkpoint() is True
+        assert records_in_database_file(db_path, tmp_path) == entries
+        log.append([(b"after", b"3")])  # the log restarts its WAL and goes on
+        assert list(log.read()) == [*entries, (b"after", b"3")]
+
+
+def test_checkpoint_from_a_thread_while_the_owner_appends(db_path: Path, tmp_path: Path) -> None:
+    entries = [(f"k{i % 50}".encode(), f"v{i}".encode()) for i in range(4_000)]
+    with SqliteLog(db_path, autocheckpoint=False) as log:
+        done = threading.Event()
+        results: list[bool] = []
+        errors: list[BaseException] = []
+
+        def checkpoint_until_done() -> None:
+            try:
+                while not done.is_set():
+                    results.append(log.checkpoint())
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        worker = threading.Thread(target=checkpoint_until_done)
+        worker.start()
+        try:
+            for entry in entries:
+                log.append([entry])
+        finally:
+            done.set()
+            worker.join()
+        assert not errors
+        assert len(results) > 1
+        assert log.checkpoint() is True  # nothing appends now: the whole log is copied
+        assert records_in_database_file(db_path, tmp_path) == entries
+        assert list(log.read()) == entries
 
 
 def install_failing_trigger(db_path: Path, bad_key: bytes) -> None:
