@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Final, Protocol, Self
@@ -148,10 +149,10 @@ class SqliteLog:
     * ``"FULL"``: the write-ahead log is also fsynced on every commit, so a committed append
       survives power loss too, at the price of one fsync per append.
 
-    **Checkpoints** copy the write-ahead log into the database file (and fsync both). By
-    default SQLite runs one inside whichever append pushes the log past 1,000 pages: that
-    append then takes 15-25 ms instead of ~0.1 ms (measured under bench/dashboard.py), and
-    its caller waits. With ``autocheckpoint=False`` appends never checkpoint; the owner calls
+    **Checkpoints** copy the write-ahead log into the database file (and fsync both): 17-25 ms
+    each under bench/dashboard.py. By default SQLite runs one inside whichever append pushes
+    the log past 1,000 pages, and that append's caller waits for it (an append otherwise
+    takes ~0.1 ms). With ``autocheckpoint=False`` appends never checkpoint; the owner calls
     :meth:`checkpoint` regularly instead, from a worker thread if it likes (it uses a
     connection of its own and does not hold up appends). Without those calls the write-ahead
     log grows without bound.
@@ -279,7 +280,9 @@ class SqliteLog:
         records stay in the write-ahead log.
         """
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None)
+            # mode=rw: a log file deleted meanwhile is an error, not a new empty database.
+            uri = f"file:{urllib.parse.quote(self.path)}?mode=rw"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None)
         except sqlite3.Error as exc:
             raise LogAppendError(f"{self.path}: checkpoint failed: {exc}") from exc
         try:

@@ -415,6 +415,8 @@ class CoordinatorRuntime:
             except LogAppendError as exc:
                 # The records stay in the write-ahead log; the next checkpoint tries again.
                 logger.warning("record log checkpoint failed: %s", exc)
+            except Exception:
+                logger.exception("record log checkpoint failed")
 
     # ---------------------------------------------------------------- time
 

@@ -353,6 +353,15 @@ def test_checkpoint_from_a_thread_while_the_owner_appends(db_path: Path, tmp_pat
         assert list(log.read()) == entries
 
 
+def test_checkpoint_of_a_deleted_log_file_fails_and_creates_nothing(db_path: Path) -> None:
+    with SqliteLog(db_path, autocheckpoint=False) as log:
+        log.append([(b"k", b"v")])
+        db_path.unlink()
+        with pytest.raises(LogAppendError, match="checkpoint failed"):
+            log.checkpoint()
+        assert not db_path.exists()
+
+
 def install_failing_trigger(db_path: Path, bad_key: bytes) -> None:
     conn = sqlite3.connect(db_path)
     try:
