@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from coordinator_engine.log import LogAppendError, MemoryLog, RecordLog, SqliteLog, compacted
+from tests.log_files import records_in_database_file
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -276,20 +277,6 @@ def test_sqlite_log_rejects_other_synchronous_modes(db_path: Path, synchronous: 
 def test_sqlite_log_refuses_an_in_memory_database() -> None:
     with pytest.raises(ValueError, match="WAL"):
         SqliteLog(":memory:")
-
-
-def records_in_database_file(db_path: Path, tmp_path: Path) -> list[Entry]:
-    """The records the database file holds by itself, without its write-ahead log."""
-    copy = tmp_path / "database-file-only.sqlite3"
-    copy.write_bytes(db_path.read_bytes())
-    conn = sqlite3.connect(copy)
-    try:
-        tables = conn.execute("SELECT name FROM sqlite_master WHERE name = 'records'").fetchall()
-        if not tables:
-            return []
-        return conn.execute('SELECT key, value FROM records ORDER BY "offset"').fetchall()
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize("autocheckpoint", [True, False])

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from webapp.runtime import CoordinatorRuntime, ManualClock, install_runtime
+from webapp.runtime import CoordinatorRuntime, ManualClock
 
-from .helpers import START_MS, TEST_CONFIG, Client, connect
+from .helpers import START_MS, TEST_CONFIG, Client, connect, serving
 
 
 @pytest.fixture(autouse=True)
@@ -61,12 +61,8 @@ def make_runtime(log_path: Path, clock: ManualClock) -> Callable[..., Coordinato
 async def runtime(
     transactional_db: None, make_runtime: Callable[..., CoordinatorRuntime]
 ) -> AsyncIterator[CoordinatorRuntime]:
-    rt = make_runtime()
-    install_runtime(rt)
-    await rt.start()
-    yield rt
-    await rt.stop()
-    install_runtime(None)
+    async with serving(make_runtime()) as rt:
+        yield rt
 
 
 @pytest_asyncio.fixture

@@ -4,7 +4,9 @@ requests that bring a group to a known state."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from channels.testing import WebsocketCommunicator
@@ -35,6 +37,7 @@ from coordinator_engine.consumer_protocol import (
     encode_subscription,
 )
 from webapp.asgi import application
+from webapp.runtime import CoordinatorRuntime, install_runtime
 
 #: The manual clock's start: 2023-11-14T22:13:20Z.
 START_MS = 1_700_000_000_000
@@ -125,6 +128,19 @@ class Client:
 
     async def nothing(self, timeout: float = 0.05) -> bool:
         return await self.communicator.receive_nothing(timeout)
+
+
+@contextlib.asynccontextmanager
+async def serving(runtime: CoordinatorRuntime) -> AsyncIterator[CoordinatorRuntime]:
+    """``runtime`` installed as the process's runtime and started; stopped and uninstalled
+    when the block ends."""
+    install_runtime(runtime)
+    try:
+        await runtime.start()
+        yield runtime
+    finally:
+        await runtime.stop()
+        install_runtime(None)
 
 
 async def connect() -> tuple[Client, WebsocketCommunicator]:

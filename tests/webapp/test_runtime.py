@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from coordinator_engine import (
     Protocol,
 )
 from coordinator_engine.cluster import FindCoordinatorRequest
+from tests.log_files import records_in_database_file
 from webapp.feed import SequencedEvent, group_channel_group
 from webapp.models import GroupEvent
 from webapp.runtime import CoordinatorRuntime, ManualClock, RuntimeNotReady, install_runtime
@@ -35,6 +35,7 @@ from .helpers import (
     assignment,
     commit_offsets,
     connect,
+    serving,
     stable_group,
     subscription,
 )
@@ -115,41 +116,22 @@ async def test_a_restarted_runtime_replays_groups_generations_assignments_and_of
         await restarted.stop()
 
 
-def records_in_database_file(log_path: Path, tmp_path: Path) -> int:
-    """How many records the log's database file holds by itself, without its WAL."""
-    copy = tmp_path / "database-file-only.sqlite3"
-    copy.write_bytes(log_path.read_bytes())
-    conn = sqlite3.connect(copy)
-    try:
-        if not conn.execute("SELECT name FROM sqlite_master WHERE name = 'records'").fetchall():
-            return 0
-        return int(conn.execute("SELECT count(*) FROM records").fetchone()[0])
-    finally:
-        conn.close()
-
-
 async def test_the_runtime_checkpoints_the_record_log_every_interval(
     transactional_db: None,
     make_runtime: Callable[..., CoordinatorRuntime],
     log_path: Path,
     tmp_path: Path,
 ) -> None:
-    rt = make_runtime(checkpoint_interval_s=0.05)
-    install_runtime(rt)
-    await rt.start()
-    try:
+    async with serving(make_runtime(checkpoint_interval_s=0.05)):
         client, communicator = await connect()
         await stable_group(client)
         await communicator.disconnect()
         # The group's records reach the database file while the runtime serves.
         for _ in range(100):
-            if records_in_database_file(log_path, tmp_path) > 0:
+            if records_in_database_file(log_path, tmp_path):
                 break
             await asyncio.sleep(0.02)
-        assert records_in_database_file(log_path, tmp_path) > 0
-    finally:
-        await rt.stop()
-        install_runtime(None)
+        assert records_in_database_file(log_path, tmp_path)
 
 
 async def test_appends_leave_checkpoints_to_the_runtime_which_checkpoints_at_stop(
@@ -158,21 +140,15 @@ async def test_appends_leave_checkpoints_to_the_runtime_which_checkpoints_at_sto
     log_path: Path,
     tmp_path: Path,
 ) -> None:
-    rt = make_runtime(checkpoint_interval_s=3600)
-    install_runtime(rt)
-    await rt.start()
-    try:
+    async with serving(make_runtime(checkpoint_interval_s=3600)):
         client, communicator = await connect()
         member_id = await stable_group(client)
         await commit_offsets(
             client, member_id, [{"topic": "orders", "partition": 0, "offset": 7, "metadata": ""}]
         )
         await communicator.disconnect()
-        assert records_in_database_file(log_path, tmp_path) == 0  # all still in the WAL
-    finally:
-        await rt.stop()
-        install_runtime(None)
-    assert records_in_database_file(log_path, tmp_path) >= 2  # the group and the offset
+        assert records_in_database_file(log_path, tmp_path) == []  # all still in the WAL
+    assert len(records_in_database_file(log_path, tmp_path)) >= 2  # the group and the offset
 
 
 async def test_a_second_runtime_cannot_open_a_log_in_use(

@@ -15,9 +15,11 @@ import pytest_asyncio
 from coordinator_engine import CoordinatorConfig, GroupState
 from coordinator_engine.consumer_protocol import decode_assignment
 from coordinator_engine.events import MemberRemoved
-from webapp.runtime import CoordinatorRuntime, WallClock, install_runtime
+from webapp.runtime import CoordinatorRuntime, WallClock
 from webapp.simulation.consumer import Behaviour, ConsumerSpec
 from webapp.simulation.manager import Simulation, SimulationError, spec_from_json
+
+from .helpers import serving
 
 FAST = CoordinatorConfig(group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0)
 QUICK = dict(
@@ -35,15 +37,11 @@ QUICK = dict(
 async def live(
     transactional_db: None, make_runtime: Callable[..., CoordinatorRuntime]
 ) -> AsyncIterator[tuple[CoordinatorRuntime, Simulation]]:
-    runtime = make_runtime(clock=WallClock(), config=FAST)
-    install_runtime(runtime)
-    await runtime.start()
-    await runtime.create_topic("orders", 6, 500.0)
-    simulation = Simulation(runtime)
-    yield runtime, simulation
-    await simulation.stop_all()
-    await runtime.stop()
-    install_runtime(None)
+    async with serving(make_runtime(clock=WallClock(), config=FAST)) as runtime:
+        await runtime.create_topic("orders", 6, 500.0)
+        simulation = Simulation(runtime)
+        yield runtime, simulation
+        await simulation.stop_all()
 
 
 def spec(**overrides: Any) -> ConsumerSpec:
