@@ -46,7 +46,15 @@ class SocketOnly:
       there is no Redis receive loop per connection either;
     * its ``dispatch`` closes stale database connections in a worker thread before every
       message (a thread round trip per frame).
+
+    A frame sent after the client closed its socket is dropped (``socket_closed`` then
+    says so): between the client's close and Channels' ``websocket.disconnect``, Daphne's
+    send raises autobahn's ``Disconnected``, and the frame has nowhere to go, as a Kafka
+    broker's response to a closed connection.
     """
+
+    #: The socket is closed: websocket.disconnect came, or a send found it closing.
+    socket_closed = False
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         self.scope = scope
@@ -59,10 +67,22 @@ class SocketOnly:
             pass
 
     async def dispatch(self, message: dict[str, Any]) -> None:
+        if message["type"] == "websocket.disconnect":
+            self.socket_closed = True
         handler = getattr(self, message["type"].replace(".", "_"), None)
         if handler is None:
             raise ValueError(f"no handler for message type {message['type']}")
         await handler(message)
+
+    async def send(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
+    ) -> None:
+        if self.socket_closed:
+            return
+        try:
+            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
+        except Disconnected:
+            self.socket_closed = True
 
 
 class ConsumerProtocolConsumer(SocketOnly, AsyncWebsocketConsumer):
@@ -81,7 +101,6 @@ class ConsumerProtocolConsumer(SocketOnly, AsyncWebsocketConsumer):
         self._tasks: set[asyncio.Task[None]] = set()
         self._malformed: deque[float] = deque()
         self._closing = False
-        self._closed = False
         await self.accept()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
@@ -149,20 +168,14 @@ class ConsumerProtocolConsumer(SocketOnly, AsyncWebsocketConsumer):
 
     async def _send(self, frame: dict[str, Any]) -> None:
         text = protocol.dumps(frame)
-        if self._closed:
+        if self.socket_closed:
             return
-        try:
-            await self.send(text_data=text)
-        except Disconnected:
-            # The client closed its socket with this reply in flight (Daphne raises before
-            # Channels delivers websocket.disconnect): the reply has nowhere to go, as a
-            # Kafka broker's response to a closed connection.
-            self._closed = True
+        await self.send(text_data=text)
+        if self.socket_closed:
             logger.debug("websocket consumer: reply %s dropped, the socket closed", frame["id"])
 
     async def disconnect(self, code: int) -> None:
         # The requests in flight stay handled (a parked JoinGroup keeps its place in the
         # group, as in Kafka); only their replies have nowhere to go.
-        self._closed = True
         for task in getattr(self, "_tasks", ()):
             task.cancel()

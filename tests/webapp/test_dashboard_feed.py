@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 from typing import Any
 
 import pytest
+from autobahn.exception import Disconnected
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient
 
@@ -177,3 +180,60 @@ async def test_a_closed_page_stops_listening_to_the_runtime(
         await feed.disconnect()
     assert len(runtime._listeners) == listening
     await stable_group(ws, "g")  # events after the pages closed go nowhere, quietly
+
+
+async def test_events_sent_to_a_page_that_is_closing_are_dropped_quietly(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    """Between the page's close and Channels' websocket.disconnect, Daphne's send raises
+    autobahn's ``Disconnected``: the feed drops the batch, its sender lives on, and the
+    disconnect ends the feed cleanly (it used to re-raise the sender's death)."""
+    loop = asyncio.get_running_loop()
+    problems: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: problems.append(context))
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    sent: list[str] = []
+    refused: list[str] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] != "websocket.send":
+            return
+        if not sent:
+            sent.append(message["text"])  # the snapshot goes out; then the page is closing
+            return
+        refused.append(message["text"])
+        raise Disconnected("Attempt to send on a closed protocol")
+
+    scope = {
+        "type": "websocket",
+        "path": "/ws/dashboard/groups/g/",
+        "headers": HEADERS,
+        "query_string": b"",
+        "subprotocols": [],
+        "client": ["127.0.0.1", 5000],
+        "server": ["testserver", 80],
+    }
+    listening = len(runtime._listeners)
+    feed = asyncio.create_task(application(scope, inbox.get, send))
+    try:
+        await inbox.put({"type": "websocket.connect"})
+        for _ in range(500):
+            if sent:
+                break
+            await asyncio.sleep(0.01)
+        assert json.loads(sent[0])["type"] == "snapshot"
+        await stable_group(ws, "g")
+        for _ in range(500):
+            if refused:
+                break
+            await asyncio.sleep(0.01)
+        await stable_group(ws, "h")  # runtime events the feed ignores: nothing more tried
+        await inbox.put({"type": "websocket.disconnect", "code": 1001})
+        await asyncio.wait_for(feed, 5)  # ends, without raising
+        gc.collect()  # a task that died of the exception would report it as it goes
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(None)
+    assert len(refused) == 1  # the first refused batch marks the socket closed
+    assert problems == []
+    assert len(runtime._listeners) == listening
