@@ -1,13 +1,13 @@
 // Member lanes and partition tiles.
 //
 // One box per member (data-testid="member-<id>") plus the unowned area on top
-// (data-testid="unassigned-partitions"); each tile (data-testid="partition-<topic>-<partition>",
-// data-owner) is a child of the box that holds it. Positions come from layout.js, not from the
-// DOM: boxes are placed with CSS transforms, tiles by left/top in their box (placeAt). A tile
-// whose owner changes is moved into its new box and a d3 transition of a transform carries it
-// from where it was on screen to its new slot (FLIP); the transform goes when it lands.
-// The tiles are one keyed d3 join by "topic-partition": a render touches only tiles whose
-// owner or slot changed, never re-creates the 1,000 of them.
+// (data-testid="unassigned-partitions"), and above them one layer of tiles
+// (data-testid="partition-<topic>-<partition>", data-owner: the box that holds it). Positions
+// come from layout.js, not from the DOM: boxes are placed with CSS transforms, tiles by left/top
+// in the panel (placeAt), over the slot of their box. A tile whose owner changes takes its new
+// slot and a d3 transition of a transform carries it there from where it was on screen (FLIP);
+// the transform goes when it lands. The tiles are one keyed d3 join by "topic-partition": a
+// render touches only tiles whose owner or place changed, never re-creates the 1,000 of them.
 
 import { RELEASED_REVOKED, lanesOf, ownerOf, partitionList } from "./fold.js";
 import { memberHelp, shortId, tileHelp } from "./format.js";
@@ -29,10 +29,14 @@ function placeAt(node, { x, y }) {
 
 export function createLanes(root, { topicColor, onResize }) {
   let width = root.clientWidth;
-  let layout = null; // the layout of the last render
+  let drawn = false; // tiles animate from the second render on
   let deps = [];
   let model = null;
-  const boxNodes = new Map(); // box id → its element
+  // The tiles are one layer above the boxes, placed in the panel's coordinates: a tile that
+  // changes owner gets new coordinates, it is not moved to another parent (re-parenting
+  // hundreds of tiles made Chromium style and lay each out again).
+  const tileLayer = root.appendChild(document.createElement("div"));
+  tileLayer.className = "tiles";
 
   new ResizeObserver(() => {
     if (root.clientWidth !== width) {
@@ -70,7 +74,7 @@ export function createLanes(root, { topicColor, onResize }) {
       .data(boxes, (d) => d.id);
     const entered = selection
       .enter()
-      .append("div")
+      .insert("div", ".tiles")
       .attr("class", (d) => (d.id === UNOWNED ? "box unowned" : "box lane"))
       .attr("data-box", (d) => d.id)
       .attr("data-testid", (d) => (d.id === UNOWNED ? "unassigned-partitions" : `member-${d.id}`))
@@ -90,9 +94,7 @@ export function createLanes(root, { topicColor, onResize }) {
           head.append("span").attr("class", "box-note");
         }
       });
-    boxNodes.clear();
     entered.merge(selection).each(function (d) {
-      boxNodes.set(d.id, this);
       const place = next.boxes.get(d.id);
       if (this.__y !== place.y) {
         this.__y = place.y;
@@ -124,65 +126,46 @@ export function createLanes(root, { topicColor, onResize }) {
     return selection.exit(); // removed once their tiles have moved out
   }
 
-  function renderTiles(partitions, places, next, animate) {
+  function renderTiles(partitions, places, animate) {
     const moving = new Map(); // tile node → {from, to}
     const tiles = d3
-      .select(root)
-      .selectAll(".tile")
+      .select(tileLayer)
+      .selectChildren(".tile")
       .data(partitions, (d) => d.key);
-    tiles.exit().remove();
-    // New tiles are created unattached: enter.append() would insert them next to their
-    // neighbours in data order, but those live in other boxes. Each goes to its box below.
-    const created = tiles
+    tiles.exit().interrupt("move").remove();
+    tiles
       .enter()
-      .data()
-      .map((d) => {
-        const node = document.createElement("div");
-        node.__data__ = d;
-        return node;
-      });
-    d3.selectAll(created)
+      .append("div")
       .attr("class", "tile")
       .attr("data-testid", (d) => `partition-${d.key}`)
       .style("--topic", (d) => topicColor(d.topic))
-      .text((d) => d.partition);
-    d3.selectAll([...tiles.nodes(), ...created]).each(function (d) {
-      const place = places.get(d.key);
-      const owner = place.box;
-      const released = owner === UNOWNED ? model.released.get(d.key) : undefined;
-      if (this.getAttribute("data-owner") !== owner || this.__released !== released) {
-        this.setAttribute("data-owner", owner);
-        this.__released = released;
-        this.classList.toggle("is-revoked", released === RELEASED_REVOKED);
-        this.title = tileHelp({ topic: d.topic, partition: d.partition, owner, released });
-      }
-      let from = null; // where the tile is on screen now, in its new box's coordinates
-      if (this.__box !== owner) {
-        if (this.__box !== undefined && layout && layout.boxes.has(this.__box)) {
-          const oldY = layout.boxes.get(this.__box).y;
-          from = { x: this.__x, y: oldY + this.__y - next.boxes.get(owner).y };
+      .text((d) => d.partition)
+      .merge(tiles)
+      .each(function (d) {
+        const place = places.get(d.key);
+        const owner = place.box;
+        const released = owner === UNOWNED ? model.released.get(d.key) : undefined;
+        const moved = this.__box !== owner || this.__slot !== place.slot;
+        if (this.__box !== owner || this.__released !== released) {
+          this.setAttribute("data-owner", owner);
+          this.__released = released;
+          this.classList.toggle("is-unowned", owner === UNOWNED);
+          this.classList.toggle("is-revoked", released === RELEASED_REVOKED);
+          this.title = tileHelp({ topic: d.topic, partition: d.partition, owner, released });
         }
-        boxNodes.get(owner).appendChild(this);
+        const to = { x: place.ax, y: place.ay };
+        const placed = this.__to; // where its last render put it (undefined: a new tile)
         this.__box = owner;
-      } else if (this.__x !== place.x || this.__y !== place.y) {
-        from = { x: this.__x, y: this.__y };
-      } else {
-        return;
-      }
-      const boxY = next.boxes.get(owner).y;
-      if (animate && from && onScreen(boxY + from.y, boxY + place.y)) {
-        moving.set(this, { from, to: place });
-      } else {
-        d3.select(this).interrupt("move");
-        this.__x = place.x;
-        this.__y = place.y;
-        placeAt(this, place);
-        this.style.transform = "";
-      }
-    });
+        this.__slot = place.slot;
+        this.__to = to;
+        if (animate && placed && moved && onScreen(this.__y, to.y)) {
+          moving.set(this, { from: { x: this.__x, y: this.__y }, to });
+        } else if (!placed || placed.x !== to.x || placed.y !== to.y) {
+          // New, moving off screen, or carried along by its box (a box above it changed size).
+          rest(this, to);
+        }
+      });
     if (!moving.size) return;
-    // Boxes paint in order, so a box receiving tiles is raised while they fly, or they would
-    // pass under the boxes below their starting point.
     const nodes = [...moving.keys()];
     d3.selectAll(nodes).interrupt("move");
     for (const node of nodes) {
@@ -191,17 +174,7 @@ export function createLanes(root, { topicColor, onResize }) {
       const { from, to } = moving.get(node);
       placeAt(node, to);
       node.style.transform = translate(from.x - to.x, from.y - to.y);
-      const box = node.parentNode;
-      box.__arrivals = (box.__arrivals || 0) + 1;
-      box.classList.add("is-receiving");
-      node.__arrivingIn = box;
     }
-    const landed = function () {
-      const box = this.__arrivingIn;
-      this.__arrivingIn = null;
-      if (box && --box.__arrivals === 0) box.classList.remove("is-receiving");
-    };
-    // One transition for all the tiles that move: a single shared timer, not one per tile.
     // (The tiles keep their bound partition: the keyed join reads it back next render.)
     d3.selectAll(nodes)
       .transition("move")
@@ -217,9 +190,16 @@ export function createLanes(root, { topicColor, onResize }) {
       })
       .on("end", function () {
         this.style.transform = "";
-        landed.call(this);
-      })
-      .on("interrupt cancel", landed);
+      });
+  }
+
+  /** Put `node` in its place at once, ending any flight. */
+  function rest(node, to) {
+    d3.select(node).interrupt("move");
+    node.__x = to.x;
+    node.__y = to.y;
+    placeAt(node, to);
+    node.style.transform = "";
   }
 
   /** Draw `next` (a fold.js model); nothing to do unless what the lanes show changed. */
@@ -239,9 +219,9 @@ export function createLanes(root, { topicColor, onResize }) {
     root.style.height = `${nextLayout.height}px`;
     root.classList.toggle("is-narrow", nextLayout.narrow);
     const leaving = renderBoxes(boxes, nextLayout);
-    renderTiles(partitions, places, nextLayout, animate && layout !== null);
+    renderTiles(partitions, places, animate && drawn);
     leaving.remove();
-    layout = nextLayout;
+    drawn = true;
   }
 
   return { update };

@@ -85,6 +85,9 @@ def page(browser: Browser) -> Iterator[Page]:
     assert not errors, f"uncaught errors in the page: {errors}"
 
 
+NEXT_FRAME = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
 @pytest.fixture
 def shots(request: pytest.FixtureRequest) -> Callable[[Page, str], Path]:
     folder = ARTIFACTS / re.sub(r"[^\w.-]+", "_", request.node.name)
@@ -95,7 +98,16 @@ def shots(request: pytest.FixtureRequest) -> Callable[[Page, str], Path]:
     def shot(page: Page, step: str) -> Path:
         taken[0] += 1
         path = folder / f"{taken[0]:02d}-{step}.png"
+        # The event log's rows are drawn only near the viewport (content-visibility: auto), and
+        # a full-page capture does not grow the viewport: the viewport is made as tall as the
+        # page for the capture.
+        viewport = page.viewport_size
+        assert viewport is not None
+        height = max(viewport["height"], page.evaluate("document.documentElement.scrollHeight"))
+        page.set_viewport_size({"width": viewport["width"], "height": height})
+        page.evaluate(NEXT_FRAME)
         page.screenshot(path=str(path), full_page=True)
+        page.set_viewport_size(viewport)
         return path
 
     return shot
