@@ -115,10 +115,17 @@ export async function postJSON(url, body) {
   return readJSON(response);
 }
 
-/** Set an element's text only when it changes (a write costs style work even when equal). */
+/** Set an element's text only when it changes (a write costs style work even when equal), in
+ *  place when the element holds one text node: setting textContent replaces that node, and
+ *  Chromium then takes the old one out of the layout tree and puts a new one in. */
 export function setText(node, text) {
   const value = String(text);
-  if (node.textContent !== value) node.textContent = value;
+  const only = node.firstChild;
+  if (only !== null && only === node.lastChild && only.nodeType === Node.TEXT_NODE) {
+    if (only.data !== value) only.data = value;
+  } else if (node.textContent !== value) {
+    node.textContent = value;
+  }
 }
 
 /** One colour per topic, stable for the page's life (topics are named in sorted order). */
