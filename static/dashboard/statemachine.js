@@ -1,32 +1,32 @@
 // The state machine panel: the five states as an SVG graph, the current one lit, and each
-// transition animated along its edge (a token travels it, d3 transition) with its cause.
+// transition animated along its edge (a token travels it) with its cause.
+//
+// The token is an HTML element over the SVG, moved by a Web Animation of its transform: the
+// compositor runs that without the page's main thread. A token inside the SVG could only move
+// by repainting the SVG, a frame of style, paint and layer work for each of the ~40 frames of
+// a transition, and under churn a group makes several transitions a second.
 
 import { formatClock } from "./format.js";
 import { NODE_H, NODE_POS, NODE_W, STATES, STATE_HELP, TRANSITIONS, VIEW_H, VIEW_W, edgeGeometry, edgeId } from "./states.js";
 
 const TRAVEL_MS = 700;
+const FADE_MS = 250;
+const EASE_CUBIC_IN_OUT = "cubic-bezier(0.65, 0, 0.35, 1)";
 const LABEL_CHARS = 46;
 const TRACK_POINTS = 48;
 
-/** Points along a path, sampled once: getPointAtLength on every frame costs more than the
- *  rest of a frame's work. */
+/** Points along a path (viewBox units), evenly spaced by length: the token's keyframes. */
 function track(path) {
   const length = path.getTotalLength();
   return d3.range(TRACK_POINTS + 1).map((i) => path.getPointAtLength((i / TRACK_POINTS) * length));
-}
-
-function along(points, u) {
-  const at = u * TRACK_POINTS;
-  const i = Math.min(TRACK_POINTS - 1, Math.floor(at));
-  const f = at - i;
-  return { x: points[i].x + (points[i + 1].x - points[i].x) * f, y: points[i].y + (points[i + 1].y - points[i].y) * f };
 }
 
 function clip(text, n) {
   return text.length > n ? `${text.slice(0, n - 1)}…` : text;
 }
 
-/** Draws into `svgNode`; `caption` is an element for the last transition in full. */
+/** Draws into `svgNode`, whose parent is the token's stage (positioned, the SVG at its top
+ *  left); `caption` is an element for the last transition in full. */
 export function createStateMachine(svgNode, caption) {
   const svg = d3.select(svgNode).attr("viewBox", `0 0 ${VIEW_W} ${VIEW_H}`).attr("role", "img");
   svg.append("title").text("The group's state machine: the lit state is the current one");
@@ -78,7 +78,29 @@ export function createStateMachine(svgNode, caption) {
   nodes.append("title").text((d) => `${d}: ${STATE_HELP[d]}`);
 
   const label = svg.append("text").attr("class", "sm-label").attr("text-anchor", "middle").attr("opacity", 0);
-  const token = svg.append("circle").attr("class", "sm-token").attr("r", 7).attr("opacity", 0);
+  const token = svgNode.parentElement.appendChild(document.createElement("div"));
+  token.className = "sm-token";
+  token.setAttribute("aria-hidden", "true");
+  // The SVG's size, kept from resize events (reading it during a render forces a layout).
+  let size = { width: VIEW_W, height: VIEW_H };
+  new ResizeObserver(([entry]) => (size = entry.contentRect)).observe(svgNode);
+
+  /** A viewBox point in the stage's pixels ("meet": scaled to fit, centred). */
+  function toStage({ x, y }) {
+    const scale = Math.min(size.width / VIEW_W, size.height / VIEW_H);
+    const left = (size.width - VIEW_W * scale) / 2;
+    const top = (size.height - VIEW_H * scale) / 2;
+    return `translate(${left + x * scale}px,${top + y * scale}px)`;
+  }
+
+  function travel(points) {
+    for (const running of token.getAnimations()) running.cancel();
+    token.animate(
+      points.map((p) => ({ transform: toStage(p) })),
+      { duration: TRAVEL_MS, easing: EASE_CUBIC_IN_OUT, fill: "forwards" },
+    );
+    token.animate([{ opacity: 1 }, { opacity: 0 }], { delay: TRAVEL_MS, duration: FADE_MS, fill: "both" });
+  }
 
   const tracks = new Map(); // edge id → sampled points, for the token
   let shownState;
@@ -97,7 +119,7 @@ export function createStateMachine(svgNode, caption) {
     edges.attr("marker-end", (d) => (t !== null && d[0] === t.from && d[1] === t.to ? "url(#arrow-active)" : "url(#arrow)"));
     if (!t) {
       label.attr("opacity", 0);
-      token.attr("opacity", 0);
+      for (const running of token.getAnimations()) running.cancel();
       caption.textContent = "No transition seen yet.";
       return;
     }
@@ -107,26 +129,13 @@ export function createStateMachine(svgNode, caption) {
     label.text(clip(t.reason, LABEL_CHARS)).attr("x", geo.labelX).attr("y", geo.labelY - 6);
     if (!animate) {
       label.interrupt().attr("opacity", 1);
-      token.interrupt().attr("opacity", 0);
+      for (const running of token.getAnimations()) running.cancel();
       return;
     }
     label.interrupt().attr("opacity", 1).transition().delay(4000).duration(1500).attr("opacity", 0.55);
     const id = edgeId(t.from, t.to);
     if (!tracks.has(id)) tracks.set(id, track(edges.filter((d) => edgeId(d[0], d[1]) === id).node()));
-    const points = tracks.get(id);
-    token
-      .interrupt()
-      .attr("opacity", 1)
-      .transition()
-      .duration(TRAVEL_MS)
-      .ease(d3.easeCubicInOut)
-      .attrTween("transform", () => (u) => {
-        const p = along(points, u);
-        return `translate(${p.x},${p.y})`;
-      })
-      .transition()
-      .duration(250)
-      .attr("opacity", 0);
+    travel(tracks.get(id));
   }
 
   return { update };
