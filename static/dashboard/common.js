@@ -55,6 +55,33 @@ export class FrameScheduler {
   }
 }
 
+/** A rate limit for a redraw: `due()` says whether it may run now (at most once per
+ *  `everyMs`); when it may not, `request` is called once it may (to ask for a frame). */
+export class Every {
+  constructor(everyMs, request) {
+    this.everyMs = everyMs;
+    this.request = request;
+    this.at = -Infinity;
+    this.timer = null;
+  }
+
+  due() {
+    const now = performance.now();
+    const wait = this.everyMs - (now - this.at);
+    if (wait <= 0) {
+      this.at = now;
+      return true;
+    }
+    if (this.timer === null) {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        this.request();
+      }, wait);
+    }
+    return false;
+  }
+}
+
 /** The header's badge: `live` or `reconnecting` (with when the next attempt is). */
 export function showConnection(status, detail = {}) {
   const badge = document.querySelector('[data-testid="connection-status"]');

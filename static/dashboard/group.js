@@ -7,7 +7,7 @@
 // extended by every live event, for the timeline and the time-travel scrubber.
 
 import { createActions } from "./actions.js";
-import { FrameScheduler, LabHooks, getJSON, setText, showConnection, topicColors } from "./common.js";
+import { Every, FrameScheduler, LabHooks, getJSON, setText, showConnection, topicColors } from "./common.js";
 import { MAX_ROWS, createEventLog } from "./eventlog.js";
 import { APPLY, GAP, GroupSequence, LIVE, LiveFeed, feedUrl } from "./feed.js";
 import { RELEASED_REVOKED, applyEvent, applyOffsets, modelFromSnapshot } from "./fold.js";
@@ -20,6 +20,7 @@ import { createTimeline } from "./timeline.js";
 import { HISTORY_CAP, History, loadHistory } from "./timetravel.js";
 
 const OFFSETS_EVERY_MS = 500; // the offsets table (1,000 rows) is redrawn at most this often
+const COUNT_EVERY_MS = 250; // live, the scrubber follows the history's growth at most this often
 const HISTORY_RETRY_MS = 5000;
 
 const groupId = JSON.parse(document.getElementById("group-id").textContent);
@@ -72,7 +73,10 @@ let historyProblem = null; // why the last load failed (null: it did not)
 let queued = []; // live events that arrived while the history was loading
 let travelSeq = null; // the event time travel shows (null: live)
 let travelView = null; // the model shown while travelling, with what it was built from
-let offsetsShown = { model: null, at: 0, timer: null };
+let offsetsShown = null; // the model the offsets table shows
+const offsetsEvery = new Every(OFFSETS_EVERY_MS, () => frame.request());
+let scrubberShown = {}; // what renderScrubber last drew from
+const countEvery = new Every(COUNT_EVERY_MS, () => frame.request());
 let highlighted = null;
 
 // ------------------------------------------------------------------ the feed
@@ -196,7 +200,8 @@ function goLive() {
 
 ui.scrubber.addEventListener("input", () => {
   const index = Number(ui.scrubber.value);
-  if (index >= history.length - 1) goLive();
+  // The right end is live (its max may be a few events behind the history: see renderScrubber).
+  if (index >= Number(ui.scrubber.max)) goLive();
   else travelTo(history.events[index].seq);
 });
 ui.backToLive.addEventListener("click", goLive);
@@ -226,12 +231,19 @@ function setProp(node, name, value) {
 
 function renderScrubber() {
   const n = history.length;
+  const shown = { n, travelSeq, historyProblem, historyLoading };
+  const changed = Object.keys(shown).filter((key) => shown[key] !== scrubberShown[key]);
+  if (!changed.length) return;
+  // Live, a busy group adds hundreds of events a second: redrawing the slider and the count
+  // for each would repaint the page every frame for a change nobody can read that fast.
+  if (travelSeq === null && changed.length === 1 && changed[0] === "n" && !countEvery.due()) return;
+  scrubberShown = shown;
   const s = ui.scrubber;
   setProp(s, "disabled", n < 2);
   setProp(s, "min", String(Math.min(history.firstCompleteIndex(), Math.max(0, n - 1))));
   setProp(s, "max", String(Math.max(0, n - 1)));
   setProp(ui.backToLive, "disabled", travelSeq === null);
-  let note = `${formatCount(n)} events loaded (at most ${formatCount(HISTORY_CAP)})`;
+  let note = `${formatCount(n)} events loaded; the oldest are dropped past ${formatCount(HISTORY_CAP)}`;
   if (historyProblem) note = `the history could not be loaded (${historyProblem}); retrying`;
   else if (historyLoading && !n) note = "loading the history…";
   setText(ui.historyNote, note);
@@ -304,18 +316,8 @@ function renderLegend(topics) {
 }
 
 function renderOffsets() {
-  if (live === offsetsShown.model) return;
-  const wait = OFFSETS_EVERY_MS - (performance.now() - offsetsShown.at);
-  if (wait > 0) {
-    if (offsetsShown.timer === null) {
-      offsetsShown.timer = setTimeout(() => {
-        offsetsShown.timer = null;
-        frame.request();
-      }, wait);
-    }
-    return;
-  }
-  offsetsShown = { model: live, at: performance.now(), timer: offsetsShown.timer };
+  if (live === offsetsShown || !offsetsEvery.due()) return;
+  offsetsShown = live;
   offsetsTable.update(live);
 }
 
