@@ -5,9 +5,11 @@
 // (data-testid="partition-<topic>-<partition>", data-owner: the box that holds it). Positions
 // come from layout.js, not from the DOM: boxes are placed with CSS transforms, tiles by left/top
 // in the panel (placeAt), over the slot of their box. A tile whose owner changes takes its new
-// slot and a d3 transition of a transform carries it there from where it was on screen (FLIP);
-// the transform goes when it lands. The tiles are one keyed d3 join by "topic-partition": a
-// render touches only tiles whose owner or place changed, never re-creates the 1,000 of them.
+// slot and a Web Animation of its transform carries it there from where it was on screen
+// (FLIP). The compositor runs those flights, not the page's main thread; a flying tile is raised
+// (z-index) so that no resting tile paints above it, which would have to be composited too.
+// The tiles are one keyed d3 join by "topic-partition": a render touches only tiles whose
+// owner or place changed, never re-creates the 1,000 of them.
 
 import { RELEASED_REVOKED, lanesOf, ownerOf, partitionList } from "./fold.js";
 import { memberHelp, shortId, tileHelp } from "./format.js";
@@ -16,6 +18,8 @@ import { setText } from "./common.js";
 
 const UNOWNED = ""; // the unowned area's box id (and its tiles' data-owner)
 const MOVE_MS = 650;
+const EASE_CUBIC_IN_OUT = "cubic-bezier(0.65, 0, 0.35, 1)"; // CSS's form of d3.easeCubicInOut
+const ease = d3.easeCubicInOut;
 
 const translate = (x, y) => `translate(${x}px,${y}px)`;
 
@@ -132,7 +136,7 @@ export function createLanes(root, { topicColor, onResize }) {
       .select(tileLayer)
       .selectChildren(".tile")
       .data(partitions, (d) => d.key);
-    tiles.exit().interrupt("move").remove();
+    tiles.exit().remove();
     tiles
       .enter()
       .append("div")
@@ -165,41 +169,47 @@ export function createLanes(root, { topicColor, onResize }) {
           rest(this, to);
         }
       });
-    if (!moving.size) return;
-    const nodes = [...moving.keys()];
-    d3.selectAll(nodes).interrupt("move");
-    for (const node of nodes) {
-      // FLIP: the tile takes its new place at once and a transform carries it there from
-      // where it was drawn; the transform goes when it lands.
-      const { from, to } = moving.get(node);
+    const now = performance.now();
+    for (const [node, { from, to }] of moving) {
+      // FLIP: the tile takes its new place at once and an animation of its transform carries
+      // it there from where it was drawn.
+      const at = flightPosition(node, now) ?? from;
+      if (node.__flight) node.__flight.animation.cancel();
       placeAt(node, to);
-      node.style.transform = translate(from.x - to.x, from.y - to.y);
-    }
-    // (The tiles keep their bound partition: the keyed join reads it back next render.)
-    d3.selectAll(nodes)
-      .transition("move")
-      .duration(MOVE_MS)
-      .ease(d3.easeCubicInOut)
-      .styleTween("transform", function () {
-        const { from, to } = moving.get(this);
-        return (t) => {
-          this.__x = from.x + (to.x - from.x) * t;
-          this.__y = from.y + (to.y - from.y) * t;
-          return translate(this.__x - to.x, this.__y - to.y);
-        };
-      })
-      .on("end", function () {
-        this.style.transform = "";
+      node.__x = to.x;
+      node.__y = to.y;
+      node.classList.add("is-flying");
+      const animation = node.animate([{ transform: translate(at.x - to.x, at.y - to.y) }, { transform: "none" }], {
+        duration: MOVE_MS,
+        easing: EASE_CUBIC_IN_OUT,
       });
+      node.__flight = { animation, at, to, start: now };
+      animation.onfinish = () => land(node);
+    }
+  }
+
+  /** Where a flying tile is drawn now (undefined: it is not flying). */
+  function flightPosition(node, now) {
+    const f = node.__flight;
+    if (!f) return undefined;
+    const t = ease(Math.min(1, (now - f.start) / MOVE_MS));
+    return { x: f.at.x + (f.to.x - f.at.x) * t, y: f.at.y + (f.to.y - f.at.y) * t };
+  }
+
+  function land(node) {
+    node.__flight = null;
+    node.classList.remove("is-flying");
   }
 
   /** Put `node` in its place at once, ending any flight. */
   function rest(node, to) {
-    d3.select(node).interrupt("move");
+    if (node.__flight) {
+      node.__flight.animation.cancel();
+      land(node);
+    }
     node.__x = to.x;
     node.__y = to.y;
     placeAt(node, to);
-    node.style.transform = "";
   }
 
   /** Draw `next` (a fold.js model); nothing to do unless what the lanes show changed. */
