@@ -55,6 +55,9 @@ export class FrameScheduler {
   }
 }
 
+/** d3.easeCubicInOut as a CSS easing, for Web Animations that go with d3's. */
+export const EASE_CUBIC_IN_OUT = "cubic-bezier(0.65, 0, 0.35, 1)";
+
 /** A rate limit for a redraw: `due()` says whether it may run now (at most once per
  *  `everyMs`); when it may not, `request` is called once it may (to ask for a frame). */
 export class Every {

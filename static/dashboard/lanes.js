@@ -14,11 +14,10 @@
 import { RELEASED_REVOKED, lanesOf, ownerOf, partitionList } from "./fold.js";
 import { memberHelp, shortId, tileHelp } from "./format.js";
 import { stackLayout, tilePlaces } from "./layout.js";
-import { setText } from "./common.js";
+import { EASE_CUBIC_IN_OUT, setText } from "./common.js";
 
 const UNOWNED = ""; // the unowned area's box id (and its tiles' data-owner)
 const MOVE_MS = 650;
-const EASE_CUBIC_IN_OUT = "cubic-bezier(0.65, 0, 0.35, 1)"; // CSS's form of d3.easeCubicInOut
 const ease = d3.easeCubicInOut;
 
 const translate = (x, y) => `translate(${x}px,${y}px)`;

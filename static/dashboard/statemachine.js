@@ -6,12 +6,12 @@
 // by repainting the SVG, a frame of style, paint and layer work for each of the ~40 frames of
 // a transition, and under churn a group makes several transitions a second.
 
+import { EASE_CUBIC_IN_OUT } from "./common.js";
 import { formatClock } from "./format.js";
 import { NODE_H, NODE_POS, NODE_W, STATES, STATE_HELP, TRANSITIONS, VIEW_H, VIEW_W, edgeGeometry, edgeId } from "./states.js";
 
 const TRAVEL_MS = 700;
 const FADE_MS = 250;
-const EASE_CUBIC_IN_OUT = "cubic-bezier(0.65, 0, 0.35, 1)";
 const LABEL_CHARS = 46;
 const TRACK_POINTS = 48;
 
@@ -93,8 +93,13 @@ export function createStateMachine(svgNode, caption) {
     return `translate(${left + x * scale}px,${top + y * scale}px)`;
   }
 
-  function travel(points) {
+  /** End the token's flight, if any: it is hidden when not animated. */
+  function ground() {
     for (const running of token.getAnimations()) running.cancel();
+  }
+
+  function travel(points) {
+    ground();
     token.animate(
       points.map((p) => ({ transform: toStage(p) })),
       { duration: TRAVEL_MS, easing: EASE_CUBIC_IN_OUT, fill: "forwards" },
@@ -119,7 +124,7 @@ export function createStateMachine(svgNode, caption) {
     edges.attr("marker-end", (d) => (t !== null && d[0] === t.from && d[1] === t.to ? "url(#arrow-active)" : "url(#arrow)"));
     if (!t) {
       label.attr("opacity", 0);
-      for (const running of token.getAnimations()) running.cancel();
+      ground();
       caption.textContent = "No transition seen yet.";
       return;
     }
@@ -129,7 +134,7 @@ export function createStateMachine(svgNode, caption) {
     label.text(clip(t.reason, LABEL_CHARS)).attr("x", geo.labelX).attr("y", geo.labelY - 6);
     if (!animate) {
       label.interrupt().attr("opacity", 1);
-      for (const running of token.getAnimations()) running.cancel();
+      ground();
       return;
     }
     label.interrupt().attr("opacity", 1).transition().delay(4000).duration(1500).attr("opacity", 0.55);
