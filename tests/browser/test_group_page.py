@@ -188,3 +188,49 @@ def test_anonymous_visitors_read_but_cannot_act(
     shots(page, "staff-actions")
     rows = json.dumps(server.get(f"/api/groups/{GROUP}/events?limit=1000")["events"])
     assert "an admin requested a rebalance" in rows
+
+
+PHONE = {"width": 390, "height": 844}
+NO_SIDEWAYS_SCROLL = """() => {
+    const width = document.documentElement.clientWidth;
+    const wide = [...document.querySelectorAll('body *')]
+        .filter(el => el.getClientRects().length && el.getBoundingClientRect().right > width + 0.5)
+        .map(el => `${el.tagName.toLowerCase()}.${el.className}`);
+    return {scrollWidth: document.documentElement.scrollWidth, width, wide: wide.slice(0, 5)};
+}"""
+
+
+def test_a_phone_shows_every_panel_without_sideways_scrolling(
+    server: LiveServer, page: Page, shots: Shots
+) -> None:
+    server.post("/api/topics", {"name": "orders", "partitions": 12})
+    for _ in range(3):
+        server.post(
+            "/api/simulations", {"group_id": GROUP, "topics": ["orders"], "behaviour": "steady"}
+        )
+    page.set_viewport_size(PHONE)
+    page.goto(f"{server.url}/groups/{GROUP}/")
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-testid^=\"member-\"]').length === 3"
+        " && [...document.querySelectorAll('[data-testid^=\"partition-orders-\"]')]"
+        ".every(tile => tile.dataset.owner)",
+        timeout=TIMEOUT_MS,
+    )
+    expect(page.get_by_test_id("group-state")).to_have_text("Stable", timeout=TIMEOUT_MS)
+    # Committed offsets and their lag are in the table once the members have committed.
+    expect(page.locator(".offsets-inner .offsets-row")).to_have_count(12, timeout=TIMEOUT_MS)
+    shots(page, "phone-group-page")
+    layout = page.evaluate(NO_SIDEWAYS_SCROLL)
+    assert layout["scrollWidth"] <= layout["width"] and not layout["wide"], layout
+    # Every column of the offsets table is on screen, lag included.
+    header = page.locator(".offsets-header > span")
+    for cell in range(header.count()):
+        if header.nth(cell).is_visible():
+            box = header.nth(cell).bounding_box()
+            assert box is not None and box["x"] + box["width"] <= PHONE["width"], (cell, box)
+
+    page.goto(f"{server.url}/")
+    expect(page.get_by_role("link", name=GROUP)).to_be_visible(timeout=TIMEOUT_MS)
+    shots(page, "phone-overview")
+    layout = page.evaluate(NO_SIDEWAYS_SCROLL)
+    assert layout["scrollWidth"] <= layout["width"] and not layout["wide"], layout
