@@ -41,7 +41,7 @@ export function emptyModel(groupId, seq = 0) {
     released: new Map(), // partition key → RELEASED_* (owned before, nobody now)
     topics: {}, // topic → partition count
     offsets: new PersistentMap(), // partition key → {topic, partition, offset, logEnd, lag}
-    totalLag: null,
+    totalLag: null, // the sum of the offsets' lags (null while the group is unknown)
     lastTransition: null, // {from, to, reason, atMs, seq}
     rebalance: null, // the rebalance under way: {startedMs, reason}
     generations: [], // timeline entries, oldest first (see generationEntry)
@@ -95,8 +95,9 @@ export function modelFromSnapshot(groupId, snapshot) {
     }
   }
   model.pending = new Set(group.pending_member_ids || []);
-  model.offsets = offsetRows(group.offsets);
-  model.totalLag = group.total_lag ?? null;
+  const offsets = offsetRows(group.offsets);
+  model.totalLag = lagAfter(model, offsets); // summed over the empty model's none
+  model.offsets = offsets;
   if (group.state === "PreparingRebalance") model.rebalance = { startedMs: null, reason: null };
   return model;
 }
@@ -107,13 +108,22 @@ function offsetRows(rows) {
   );
 }
 
+/** The total lag once `changes` ([key, row], row undefined for a removed one) replace the
+ *  model's offset rows: the sum of the lags the rows show, so the two always agree (the
+ *  committed offsets move with events, the log ends with the ticks). */
+function lagAfter(model, changes) {
+  let total = model.totalLag ?? 0;
+  for (const [key, row] of changes) total += (row?.lag ?? 0) - (model.offsets.get(key)?.lag ?? 0);
+  return total;
+}
+
 function sameRecord(a, b) {
   const keys = Object.keys(a);
   return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }
 
 /** The feed's once-a-second `{"type": "offsets", log_end_offsets: {topic: [log end per
- *  partition]}, total_lag}`: each committed offset's log end and lag move on; the lists'
+ *  partition]}}`: each committed offset's log end and lag move on; the lists'
  *  lengths are the topics' partition counts. Rows and topics keep their objects where nothing
  *  changed, so the renderers skip them. */
 export function applyOffsets(model, message) {
@@ -132,7 +142,7 @@ export function applyOffsets(model, message) {
       topics[topic] = list.length;
     }
   }
-  return { ...model, offsets: model.offsets.with(changed), totalLag: message.total_lag ?? null, topics };
+  return { ...model, offsets: model.offsets.with(changed), totalLag: lagAfter(model, changed), topics };
 }
 
 // ------------------------------------------------------------------ membership helpers
@@ -331,12 +341,13 @@ const HANDLERS = {
       const old = model.offsets.get(key);
       return [key, offsetRow(topic, partition, offset, old ? old.logEnd : null)];
     });
-    return { ...model, offsets: model.offsets.with(rows) };
+    return { ...model, offsets: model.offsets.with(rows), totalLag: lagAfter(model, rows) };
   },
 
   OffsetsRemoved(model, e) {
     const keys = e.partitions.map(([topic, partition]) => partitionKey(topic, partition));
-    return { ...model, offsets: model.offsets.without(keys) };
+    const removed = keys.map((key) => [key, undefined]);
+    return { ...model, offsets: model.offsets.without(keys), totalLag: lagAfter(model, removed) };
   },
 
   GroupRemoved(model, e) {

@@ -220,6 +220,16 @@ def test_a_phone_shows_every_panel_without_sideways_scrolling(
     # Committed offsets and their lag are in the table once the members have committed.
     expect(page.locator(".offsets-inner .offsets-row")).to_have_count(12, timeout=TIMEOUT_MS)
     shots(page, "phone-group-page")
+    # The total lag is the sum of the lags the rows show.
+    lags = page.evaluate(
+        """() => {
+            const count = el => Number(el.textContent.replace(/,/g, '').replace('—', '0'));
+            const rows = [...document.querySelectorAll('.offsets-inner .lag-cell > :last-child')];
+            const total = document.querySelector('[data-field=total-lag]');
+            return {rows: rows.reduce((sum, el) => sum + count(el), 0), total: count(total)};
+        }"""
+    )
+    assert lags["rows"] == lags["total"], lags
     layout = page.evaluate(NO_SIDEWAYS_SCROLL)
     assert layout["scrollWidth"] <= layout["width"] and not layout["wide"], layout
     # Every column of the offsets table is on screen, lag included.

@@ -162,24 +162,42 @@ describe("events", () => {
   test("offsets: commits update the rows, removals drop them, the feed's log ends move the lag", () => {
     let model = modelFromSnapshot(
       "g",
-      ev.snapshot(0, { offsets: [{ topic: "t", partition: 0, offset: 5, log_end_offset: 12 }] }),
+      ev.snapshot(0, {
+        offsets: [
+          { topic: "t", partition: 0, offset: 5, log_end_offset: 12 },
+          { topic: "t", partition: 2, offset: 1, log_end_offset: 4 },
+        ],
+      }),
     );
+    assert.equal(model.totalLag, 7 + 3);
     model = applyEvent(model, ev.offsetsCommitted("a", [["t", 0, 10], ["t", 1, 3]]));
     assert.deepEqual(model.offsets.get("t-0"), { topic: "t", partition: 0, offset: 10, logEnd: 12, lag: 2 });
     assert.equal(model.offsets.get("t-1").lag, null, "no log-end offset known yet");
+    assert.equal(model.totalLag, 2 + 3);
     model = applyEvent(model, ev.offsetsRemoved([["t", 0]]));
-    assert.deepEqual([...model.offsets.keys()], ["t-1"]);
-    model = applyOffsets(model, {
-      type: "offsets",
-      log_end_offsets: { t: [20, 9, 0, 0, 0, 0], gone: [1] },
-      total_lag: 6,
-    });
+    assert.deepEqual([...model.offsets.keys()].sort(), ["t-1", "t-2"]);
+    assert.equal(model.totalLag, 3);
+    model = applyOffsets(model, { type: "offsets", log_end_offsets: { t: [20, 9, 4, 0, 0, 0], gone: [1] } });
     assert.deepEqual(model.offsets.get("t-1"), { topic: "t", partition: 1, offset: 3, logEnd: 9, lag: 6 });
     assert.ok(!model.offsets.has("t-0"), "a log end does not make a committed offset");
-    assert.equal(model.totalLag, 6);
+    assert.equal(model.totalLag, 6 + 3);
     assert.equal(partitionList(model).length, 6 + 1, "t has 6 partitions now, and gone one");
     model = applyEvent(model, ev.offsetsCommitted("a", [["t", 1, 9]]));
     assert.equal(model.offsets.get("t-1").lag, 0, "a commit keeps the log end it knew");
+    assert.equal(model.totalLag, 3);
+  });
+
+  test("the total lag is always the sum of the rows' lags, commits and log ends interleaved", () => {
+    let model = modelFromSnapshot("g", ev.snapshot(0, {}));
+    for (let round = 1; round <= 20; round++) {
+      const ends = [0, 1, 2, 3].map((p) => round * 10 + p * 7);
+      model = applyOffsets(model, { type: "offsets", log_end_offsets: { t: ends } });
+      model = applyEvent(model, ev.offsetsCommitted("a", [["t", round % 4, round * 9], ["t", (round + 1) % 4, round * 3]]));
+      if (round % 7 === 0) model = applyEvent(model, ev.offsetsRemoved([["t", round % 4]]));
+      let sum = 0;
+      for (const row of model.offsets.values()) sum += row.lag ?? 0;
+      assert.equal(model.totalLag, sum, `round ${round}`);
+    }
   });
 
   test("GroupRemoved: the group is Dead with no lanes", () => {
@@ -214,7 +232,7 @@ describe("events", () => {
     assert.notEqual(moved.members, model.members);
     assert.equal(moved.members.get("a").sessionTimeoutMs, 45_000);
 
-    const ends = (n) => ({ log_end_offsets: { t: new Array(n).fill(0) }, total_lag: 0 });
+    const ends = (n) => ({ log_end_offsets: { t: new Array(n).fill(0) } });
     model = applyOffsets(model, ends(4));
     const { topics, offsets } = model;
     const again = applyOffsets(model, ends(4));
