@@ -74,6 +74,7 @@ export function createActions(panel, { groupId }) {
   const question = dialog.querySelector(".confirm-question");
   const removeSelect = panel.querySelector('[name="member_id"]');
   const topicsInput = panel.querySelector('form[data-action="spawn"] [name="topics"]');
+  const assignorSelect = panel.querySelector('form[data-action="spawn"] [name="assignor"]');
   const topicList = panel.querySelector("#known-topics");
   const simBody = panel.querySelector(".simulations tbody");
   let pending = null; // {action, body} awaiting confirmation
@@ -140,9 +141,10 @@ export function createActions(panel, { groupId }) {
     resetOffset.disabled = resetTo.value !== "offset";
   });
 
-  topicsInput.addEventListener("input", () => {
-    topicsInput.dataset.touched = "true"; // the staff member's own topics: no longer filled in
-  });
+  // What the staff member chose themselves is no longer filled in from the group.
+  for (const input of [topicsInput, assignorSelect]) {
+    input.addEventListener("input", () => (input.dataset.touched = "true"));
+  }
 
   simBody.addEventListener("click", (event) => {
     const button = event.target.closest("button[data-do]");
@@ -199,8 +201,14 @@ export function createActions(panel, { groupId }) {
   let shownMembers = null;
   let shownTopics = null;
   return {
-    /** Keep the member select and the topic suggestions in step with the live group. */
+    /** Keep the member select, the topic suggestions and the assignor (a newcomer must offer
+     *  the group's protocol, or the coordinator refuses it: INCONSISTENT_GROUP_PROTOCOL) in
+     *  step with the live group. */
     update(model) {
+      const known = [...assignorSelect.options].some((option) => option.value === model.protocol);
+      if (known && !assignorSelect.dataset.touched && assignorSelect.value !== model.protocol) {
+        assignorSelect.value = model.protocol;
+      }
       if (model.members !== shownMembers) {
         shownMembers = model.members;
         const chosen = removeSelect.value;

@@ -141,7 +141,13 @@ def test_anonymous_visitors_read_but_cannot_act(
 ) -> None:
     server.post("/api/topics", {"name": "orders", "partitions": 2})
     server.post(
-        "/api/simulations", {"group_id": GROUP, "topics": ["orders"], "behaviour": "steady"}
+        "/api/simulations",
+        {
+            "group_id": GROUP,
+            "topics": ["orders"],
+            "behaviour": "steady",
+            "assignor": "cooperative-sticky",
+        },
     )
     page.goto(f"{server.url}/groups/{GROUP}/")
     expect(page.get_by_test_id("group-state")).to_have_text("Stable", timeout=TIMEOUT_MS)
@@ -184,6 +190,8 @@ def test_anonymous_visitors_read_but_cannot_act(
     page.context.clear_cookies()
     sign_in(page, server, STAFF, f"/groups/{GROUP}/")
     expect(page.get_by_test_id("action-rebalance")).to_be_visible(timeout=TIMEOUT_MS)
+    # A consumer spawned here offers the group's own protocol unless staff choose another.
+    expect(page.get_by_test_id("spawn-assignor")).to_have_value("cooperative-sticky")
     assert "rebalancing" in confirm(page, "action-rebalance")
     shots(page, "staff-actions")
     rows = json.dumps(server.get(f"/api/groups/{GROUP}/events?limit=1000")["events"])
