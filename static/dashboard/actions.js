@@ -189,7 +189,7 @@ export function createActions(panel, { groupId }) {
       .each(function (c) {
         const cells = this.children;
         cells[1].textContent = c.spec.behaviour;
-        cells[2].textContent = c.status;
+        cells[2].textContent = c.error ? `${c.status}: ${c.error}` : c.status;
         cells[3].textContent = c.member_id ? shortId(c.member_id) : "—";
         cells[3].title = c.member_id || "";
         cells[4].textContent = `${c.assignment.length} partitions, ${formatCount(c.consumed)} consumed`;

@@ -179,6 +179,22 @@ async def test_flapping_and_graceful_leave_behaviours(live: Any) -> None:
     await until(lambda: stable_with(runtime, "g", 2), timeout_s=10)
 
 
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_consumer_the_coordinator_refuses_stops_and_says_why(live: Any) -> None:
+    # As Kafka's consumer throws InconsistentGroupProtocolException from poll(): the group
+    # speaks range, the newcomer only cooperative-sticky.
+    runtime, simulation = live
+    simulation.spawn(spec(), "range")
+    await until(lambda: stable_with(runtime, "g", 1))
+    refused = simulation.spawn(spec(assignor="cooperative-sticky"), "coop")
+    await until(lambda: refused.done)
+    shown = refused.to_json()
+    assert shown["status"] == "failed"
+    assert "INCONSISTENT_GROUP_PROTOCOL" in shown["error"]
+    assert stable_with(runtime, "g", 1)
+
+
 def test_a_spawn_request_with_bad_fields_names_them() -> None:
     with pytest.raises(SimulationError, match="behaviour must be one of"):
         spec_from_json({"group_id": "g", "topics": ["t"], "behaviour": "lazy"})

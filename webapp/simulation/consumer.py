@@ -21,6 +21,10 @@ new owner then works off. Behaviours reproduce every rejoin trigger of seed 000:
   without LeaveGroup and comes back with the same group.instance.id well within its session
   timeout, so the group does not rebalance.
 - graceful_leave: after `period_ms` it closes (commit + LeaveGroup) and is done.
+
+A consumer the coordinator refuses for good (Kafka's consumer throws these from poll(): a
+protocol the group does not share, a fenced static instance, a full group) stops with status
+"failed" and the error in words.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import Any
 from coordinator_engine.client import (
     ClientEvent,
     ConsumerConfig,
+    FatalError,
     GroupClient,
     JoinedGroup,
     MemberState,
@@ -116,7 +121,8 @@ class ConsumerStats:
     consumed: int = 0
     polls: int = 0
     restarts: int = 0
-    status: str = "starting"  # running, paused, crashed, left, stopped
+    status: str = "starting"  # running, paused, crashed, left, stopped, killed, failed
+    error: str | None = None  # why it failed
     history: list[str] = field(default_factory=list)
 
 
@@ -175,6 +181,9 @@ class SimulatedConsumer:
                     await asyncio.sleep(self.spec.idle_poll_ms / 1000)
                     continue
                 processing_ms = self._poll_once()
+                if self.stats.error is not None:
+                    self._fail(self.stats.error)
+                    return
                 if loop.time() >= next_behaviour_at:
                     next_behaviour_at = loop.time() + self.spec.period_ms / 1000
                     if not await self._misbehave():
@@ -185,11 +194,16 @@ class SimulatedConsumer:
                 )
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             logger.exception("simulated consumer %s failed", self.name)
-            self.stats.status = "failed"
-            if self.driver is not None:
-                self.driver.stop()
+            self._fail(f"{type(exc).__name__}: {exc}")
+
+    def _fail(self, error: str) -> None:
+        self.stats.status = "failed"
+        self.stats.error = error
+        self.stats.history.append(f"failed: {error}")
+        if self.driver is not None:
+            self.driver.stop()
 
     def _poll_once(self) -> float:
         """One poll(): returns how long processing the returned records takes (ms)."""
@@ -230,7 +244,11 @@ class SimulatedConsumer:
             self.fetcher.assign(new)
 
     def _on_event(self, event: ClientEvent) -> None:
-        if isinstance(event, JoinedGroup | PartitionsAssigned | PartitionsRevoked | PartitionsLost):
+        if isinstance(event, FatalError):
+            self.stats.error = event.reason  # the application loop stops at once
+        elif isinstance(
+            event, JoinedGroup | PartitionsAssigned | PartitionsRevoked | PartitionsLost
+        ):
             self.stats.history.append(f"{event.type} {event.to_json()}")
             del self.stats.history[:-20]
 
@@ -296,5 +314,6 @@ class SimulatedConsumer:
             "consumed": self.stats.consumed,
             "polls": self.stats.polls,
             "restarts": self.stats.restarts,
+            "error": self.stats.error,
             "history": self.stats.history[-10:],
         }
