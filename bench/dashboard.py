@@ -240,7 +240,10 @@ def main() -> None:
             elapsed = time.monotonic() - window_start
             server_cpu = (server.cpu_s() - server_cpu_before) / elapsed
             frames = page.evaluate("window.__benchFrames")
-            latencies: list[float] = page.evaluate("window.__rebalanceLab.latenciesMs.slice()")
+            # Whole milliseconds (Date.now() against the engine's at_ms), as floats for the JSON.
+            latencies = [
+                float(ms) for ms in page.evaluate("window.__rebalanceLab.latenciesMs.slice()")
+            ]
             prober.wait(timeout=60)
             arrivals: list[float] = json.loads(arrivals_file.read_text())
             generation_after = int(page.inner_text("[data-testid=group-generation]"))
