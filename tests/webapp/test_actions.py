@@ -75,6 +75,27 @@ async def test_a_staff_user_triggers_a_rebalance_and_it_is_audited(
     assert rows[0].parameters == {"group_id": "my-group"}
 
 
+async def test_the_audit_log_is_listed_in_the_django_admin(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    await stable_group(ws)
+    staff = await signed_in("ops")
+    assert (await act(staff, "rebalance", {"group_id": "my-group"})).status_code == 200
+    assert (await act(staff, "delete-group", {"group_id": "my-group"})).status_code == 409
+    # The admin `manage.py staffuser` makes is a superuser: it reads the audit in /admin/.
+    await sync_to_async(User.objects.create_superuser)(username="root", password="pw-root")
+    admin = AsyncClient()
+    assert await admin.alogin(username="root", password="pw-root")
+    page = await admin.get("/admin/webapp/adminaction/")
+    assert page.status_code == 200
+    listing = page.content.decode()
+    assert "group &#x27;my-group&#x27; is rebalancing (it was Stable)" in listing
+    assert "NON_EMPTY_GROUP" in listing
+    assert listing.count('<td class="field-username">ops</td>') == 2
+    # Read-only: nobody adds or edits an audit record.
+    assert (await admin.get("/admin/webapp/adminaction/add/")).status_code == 403
+
+
 async def test_anonymous_and_non_staff_callers_are_refused_and_nothing_happens(
     runtime: CoordinatorRuntime, ws: Client
 ) -> None:
