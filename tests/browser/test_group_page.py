@@ -1,8 +1,8 @@
 """The dashboard in a real browser (Debian's headless Chromium, driven by Playwright) against a
 real server: staff spawn consumers through the page and watch the group form and rebalance,
 force a member out and see the state machine go round, scrub back through the history; an
-anonymous visitor sees no actions and is refused if it tries. Screenshots of every step are
-written to test-artifacts/browser/<test>/."""
+anonymous visitor sees no actions and is refused if it tries; at a phone's width no page
+scrolls sideways. Screenshots of every step are written to test-artifacts/browser/<test>/."""
 
 from __future__ import annotations
 
