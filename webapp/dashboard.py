@@ -25,7 +25,7 @@ from .consumers import SocketOnly
 from .feed import SequencedEvent
 from .models import GroupEvent
 from .runtime import CoordinatorRuntime, get_runtime
-from .views import group_detail_json, group_summary, log_end_offsets
+from .views import group_detail_json, group_summary, log_end_offsets, total_lag
 
 logger = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ class GroupFeedConsumer(_Feed):
 
     def tick(self) -> dict[str, Any]:
         runtime = self.runtime
-        ends, _ = log_end_offsets(
+        ends = log_end_offsets(
             runtime.committed_offsets(self.group_id), runtime.topics, runtime.now_ms()
         )
         # No total: the page sums the lags it shows (committed offsets move between ticks).
@@ -251,8 +251,7 @@ class OverviewFeedConsumer(_Feed):
         now_ms = runtime.now_ms()
         lags = {}
         for group_id in runtime.group_ids():
-            offsets = runtime.committed_offsets(group_id)
-            lags[group_id] = log_end_offsets(offsets, runtime.topics, now_ms)[1]
+            lags[group_id] = total_lag(runtime.committed_offsets(group_id), runtime.topics, now_ms)
         return lags
 
     def tick(self) -> dict[str, Any]:

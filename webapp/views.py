@@ -160,22 +160,25 @@ def offsets_json(
 
 def log_end_offsets(
     offsets: Mapping[tuple[str, int], OffsetCommitValue], topics: TopicRegistry, now_ms: int
-) -> tuple[dict[str, list[int]], int]:
+) -> dict[str, list[int]]:
     """The log-end offset of every partition of each topic with committed offsets (topics the
-    registry does not know are left out), and the group's total lag: what changes about a
-    group's offsets between its OffsetsCommitted events."""
+    registry does not know are left out): what changes about a group's offsets between its
+    OffsetsCommitted events."""
     ends: dict[str, list[int]] = {}
-    total_lag = 0
-    for (topic, partition), value in offsets.items():
-        if topic not in ends:
-            spec = topics.get(topic)
-            if spec is None:
-                continue
+    for topic, _ in offsets:
+        if topic not in ends and (spec := topics.get(topic)) is not None:
             ends[topic] = spec.log_end_offsets(now_ms)
-        partitions = ends[topic]
-        log_end = partitions[partition] if 0 <= partition < len(partitions) else None
-        total_lag += partition_lag(log_end, value.offset) or 0
-    return dict(sorted(ends.items())), total_lag
+    return dict(sorted(ends.items()))
+
+
+def total_lag(
+    offsets: Mapping[tuple[str, int], OffsetCommitValue], topics: TopicRegistry, now_ms: int
+) -> int:
+    """A group's total lag: the sum of its partitions' `partition_lag` (unknown ones count 0)."""
+    return sum(
+        partition_lag(topics.log_end_offset(topic, partition, now_ms), value.offset) or 0
+        for (topic, partition), value in offsets.items()
+    )
 
 
 def group_detail_json(

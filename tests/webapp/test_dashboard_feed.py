@@ -107,6 +107,14 @@ async def test_the_offsets_tick_carries_the_log_ends_the_api_shows(
         ]
     finally:
         await feed.disconnect()
+    # The overview's total lag is the API's.
+    overview, snapshot = await open_feed("/ws/dashboard/groups/")
+    try:
+        assert [g["total_lag"] for g in snapshot["groups"]] == [api["total_lag"]] == [20]
+        lag = await next_message(overview, "lag")
+        assert lag["total_lag"] == {"my-group": 20}
+    finally:
+        await overview.disconnect()
 
 
 async def test_a_feed_of_a_group_that_does_not_exist_yet_follows_its_birth(
