@@ -200,14 +200,16 @@ export function createActions(panel, { groupId }) {
 
   let shownMembers = null;
   let shownTopics = null;
+  let shownProtocol = null;
   return {
     /** Keep the member select, the topic suggestions and the assignor (a newcomer must offer
      *  the group's protocol, or the coordinator refuses it: INCONSISTENT_GROUP_PROTOCOL) in
      *  step with the live group. */
     update(model) {
-      const known = [...assignorSelect.options].some((option) => option.value === model.protocol);
-      if (known && !assignorSelect.dataset.touched && assignorSelect.value !== model.protocol) {
-        assignorSelect.value = model.protocol;
+      if (model.protocol !== shownProtocol) {
+        shownProtocol = model.protocol;
+        const known = [...assignorSelect.options].some((option) => option.value === model.protocol);
+        if (known && !assignorSelect.dataset.touched) assignorSelect.value = model.protocol;
       }
       if (model.members !== shownMembers) {
         shownMembers = model.members;
