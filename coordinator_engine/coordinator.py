@@ -1729,8 +1729,10 @@ class GroupCoordinator:
         return Reply.of(DescribeGroupsResponse(groups=tuple(out)))
 
     def _list_groups(self, req: ListGroupsRequest, now: int) -> Reply[ListGroupsResponse]:
-        """Kafka's `handleListGroups` with the KIP-518 state filter (empty = every group)."""
-        states = set(req.states_filter)
+        """Kafka's `handleListGroups` with the KIP-518 state filter (empty = every group),
+        compared without regard to case, as Kafka lower-cases both sides
+        (`ClassicGroup.isInStates`): "stable", "Stable" and "STABLE" all list Stable groups."""
+        states = {state.lower() for state in req.states_filter}
         return Reply.of(
             ListGroupsResponse(
                 error_code=NONE,
@@ -1741,7 +1743,7 @@ class GroupCoordinator:
                         group_state=g.state.value,
                     )
                     for _, g in sorted(self._groups.items())
-                    if not states or g.state.value in states
+                    if not states or g.state.value.lower() in states
                 ),
             )
         )

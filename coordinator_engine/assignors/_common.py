@@ -9,7 +9,7 @@ leader on any input.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Protocol
 
 #: A partition of a topic: ``(topic, partition)``.
@@ -19,12 +19,13 @@ TopicPartitionPair = tuple[str, int]
 GroupAssignment = dict[str, list[TopicPartitionPair]]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Subscription:
     """One member's view of the group, as the group leader sees it in JoinGroup metadata.
 
     Fields:
-      topics: the topics the member subscribes to (any collection of topic names; kept as a tuple).
+      topics: the topics the member subscribes to (any collection of topic names; kept as a
+        tuple); the one positional field, as in Kafka's ``new Subscription(topics)``.
       owned_partitions: the ``(topic, partition)`` pairs the member owned after the previous
         rebalance (ConsumerProtocolSubscription v1+; for the eager ``sticky`` assignor, what its
         user data carried).
@@ -33,6 +34,7 @@ class Subscription:
     """
 
     topics: Collection[str]
+    _: KW_ONLY
     owned_partitions: Collection[TopicPartitionPair] = ()
     generation_id: int = -1
     group_instance_id: str | None = None

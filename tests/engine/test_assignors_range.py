@@ -47,6 +47,17 @@ def test_subscription_rejects_a_bare_string_as_topics() -> None:
         Subscription(topics="topic1")
 
 
+def test_subscription_takes_its_topics_positionally_and_the_rest_by_keyword() -> None:
+    """As Kafka's `new Subscription(topics)` and DESIGN.md's contract."""
+    assert Subscription(["orders"]) == Subscription(topics=("orders",))
+    assert Subscription(["t"], generation_id=3).generation_id == 3
+    with pytest.raises(TypeError):
+        Subscription(["t"], (("t", 0),))  # type: ignore[misc]
+    assert assignor.assign({"orders": 2}, {"c": Subscription(["orders"])}) == {
+        "c": [("orders", 0), ("orders", 1)]
+    }
+
+
 def test_a_negative_partition_count_is_rejected() -> None:
     with pytest.raises(ValueError, match="'t'"):
         assignor.assign({"t": -1}, {"c": Subscription(topics=["t"])})

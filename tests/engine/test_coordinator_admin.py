@@ -210,6 +210,18 @@ def test_list_groups_filters_by_state() -> None:
     assert listed("Empty") == (1, 0)
 
 
+def test_list_groups_compares_the_states_filter_without_regard_to_case() -> None:
+    """KIP-518: Kafka lower-cases the filter and each group's state (`isInStates`), so the
+    admin tool's `--state stable` finds Stable groups."""
+    ctx = Context()
+    ctx.stable_group_of_one()
+    for spelling in ("stable", "STABLE", "sTaBlE", "Stable"):
+        assert ctx.list_groups(spelling).groups == (
+            ListedGroup(group_id=GROUP, protocol_type="consumer", group_state="Stable"),
+        ), spelling
+    assert ctx.list_groups("empty", "preparingrebalance").groups == ()
+
+
 def test_list_groups_lists_every_group_sorted_including_groups_used_only_for_offsets() -> None:
     ctx = Context()
     ctx.commit({("t", 0): 1}, group_id="zeta")
