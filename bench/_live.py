@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 from coordinator_engine.client import ClientEvent, ConsumerConfig, GroupClient  # noqa: E402
-from webapp.client_driver import ClientDriver, WebsocketTransport  # noqa: E402
+from webapp.simulation.client_driver import ClientDriver, WebsocketTransport  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

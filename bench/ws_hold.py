@@ -58,7 +58,7 @@ from _live import (
 
 from coordinator_engine import HeartbeatRequest
 from coordinator_engine.client import ClientEvent, ConsumerConfig, MemberState
-from webapp.client_driver import OnFailure, OnResponse, WebsocketTransport
+from webapp.simulation.client_driver import OnFailure, OnResponse, WebsocketTransport
 
 GROUPS = 100
 TOPIC = "hold"

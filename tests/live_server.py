@@ -1,4 +1,4 @@
-"""A real ``manage.py serve`` for the tests that need one (tests/webapp/test_serve.py,
+"""A real ``manage.py serve`` for the tests that need one (tests/webapp/management/test_serve.py,
 test_e2e.py, tests/browser): its own record log, database and output under a directory of the
 test's, the in-memory channel layer unless told otherwise, on a free port."""
 

@@ -1,5 +1,6 @@
 """Reading a record log's SQLite database file by itself, without its write-ahead log: what a
-checkpoint has copied there (tests/engine/test_log.py, tests/webapp/test_runtime.py)."""
+checkpoint has copied there (tests/engine/test_log.py,
+tests/webapp/runtime/test_coordinator_runtime.py)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The ASGI application Daphne serves: HTTP to Django, websockets to the Channels routes.
 
 Daphne runs no ASGI lifespan events, so nothing here starts the coordinator runtime: the
-first websocket connect or API request starts it (``webapp.runtime.get_runtime``), or
-``manage.py serve`` starts it eagerly on the same event loop.
+first websocket connect or API request starts it
+(``webapp.runtime.coordinator_runtime.get_runtime``), or ``manage.py serve`` starts it eagerly
+on the same event loop.
 """
 
 import os

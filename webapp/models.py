@@ -12,12 +12,12 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from .topics import TopicSpec
+from .runtime.topics import TopicSpec
 
 
 class Topic(models.Model):
-    """A topic of the registry (``webapp.topics``); ``origins`` is ``[[base_offset, since_ms],
-    ...]``, one per partition."""
+    """A topic of the registry (``webapp.runtime.topics``); ``origins`` is
+    ``[[base_offset, since_ms], ...]``, one per partition."""
 
     name = models.CharField(max_length=249, unique=True)
     produce_rate_per_s = models.FloatField(default=0.0)

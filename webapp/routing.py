@@ -2,7 +2,7 @@
 
 The consumer protocol needs no session: it skips the auth middleware (a database lookup per
 connection). The dashboard's feeds carry the visitor's session (who may read); they check
-themselves that a browser opened them from a page of this site (``webapp.dashboard``).
+themselves that a browser opened them from a page of this site (``webapp.dashboard.feeds``).
 """
 
 from typing import Any
@@ -11,8 +11,8 @@ from channels.auth import AuthMiddlewareStack
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.urls import path
 
-from .consumers import ConsumerProtocolConsumer
-from .dashboard import GroupFeedConsumer, OverviewFeedConsumer
+from .dashboard.feeds import GroupFeedSocket, OverviewFeedSocket
+from .transports.websocket.connection import ConsumerProtocolSocket
 
 
 def _dashboard(consumer: type[AsyncWebsocketConsumer]) -> Any:
@@ -20,7 +20,7 @@ def _dashboard(consumer: type[AsyncWebsocketConsumer]) -> Any:
 
 
 websocket_urlpatterns = [
-    path("ws/consumer/", ConsumerProtocolConsumer.as_asgi()),
-    path("ws/dashboard/groups/", _dashboard(OverviewFeedConsumer)),
-    path("ws/dashboard/groups/<path:group_id>/", _dashboard(GroupFeedConsumer)),
+    path("ws/consumer/", ConsumerProtocolSocket.as_asgi()),
+    path("ws/dashboard/groups/", _dashboard(OverviewFeedSocket)),
+    path("ws/dashboard/groups/<path:group_id>/", _dashboard(GroupFeedSocket)),
 ]

@@ -1,5 +1,5 @@
 """HTTP routes: the dashboard's pages, sign-in, the Django admin, the health check, the JSON API
-(``webapp.views``) and the staff actions (``webapp.actions``).
+(``webapp.dashboard.api``) and the staff actions (``webapp.dashboard.actions``).
 
 A group id may contain '/': ``<path:group_id>`` takes it whole, and the events route comes
 first, so ``/api/groups/a/b/events`` is the history of group ``a/b``.
@@ -9,7 +9,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import actions, pages, views
+from .dashboard import actions, api, pages
 
 urlpatterns = [
     path("", pages.overview, name="overview"),
@@ -17,17 +17,17 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("healthz", views.healthz, name="healthz"),
+    path("healthz", api.healthz, name="healthz"),
     path("api/admin/<str:action>", actions.admin_action, name="admin-action"),
-    path("api/groups", views.groups, name="groups"),
-    path("api/groups/<path:group_id>/events", views.group_events, name="group-events"),
-    path("api/groups/<path:group_id>", views.group_detail, name="group-detail"),
-    path("api/topics", views.topics, name="topics"),
-    path("api/topics/<str:name>", views.topic_detail, name="topic-detail"),
-    path("api/simulations", views.simulations, name="simulations"),
+    path("api/groups", api.groups, name="groups"),
+    path("api/groups/<path:group_id>/events", api.group_events, name="group-events"),
+    path("api/groups/<path:group_id>", api.group_detail, name="group-detail"),
+    path("api/topics", api.topics, name="topics"),
+    path("api/topics/<str:name>", api.topic_detail, name="topic-detail"),
+    path("api/simulations", api.simulations, name="simulations"),
     path(
         "api/simulations/<str:name>/<str:action>",
-        views.simulation_action,
+        api.simulation_action,
         name="simulation-action",
     ),
 ]

@@ -37,7 +37,7 @@ from coordinator_engine.consumer_protocol import (
     encode_subscription,
 )
 from webapp.asgi import application
-from webapp.runtime import CoordinatorRuntime, install_runtime
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, install_runtime
 
 #: The manual clock's start: 2023-11-14T22:13:20Z.
 START_MS = 1_700_000_000_000

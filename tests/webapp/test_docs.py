@@ -1,10 +1,13 @@
 """docs/protocol.md matches the code: its field tables are the dataclasses', its worked session
-is what a live server answers, its feed example is what the server publishes."""
+is what a live server answers, its feed example is what the server publishes. The README and
+docs/ name only paths and modules that exist."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
+import re
 import types
 import typing
 from pathlib import Path
@@ -15,8 +18,8 @@ from channels.layers import get_channel_layer
 
 import coordinator_engine
 from coordinator_engine import cluster
-from webapp.protocol import APIS, to_json
-from webapp.runtime import CoordinatorRuntime
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
+from webapp.transports.websocket.codec import APIS, to_json
 
 from .helpers import Client
 
@@ -128,3 +131,50 @@ async def test_the_worked_session_is_what_the_server_answers(
         assert set(message) == set(example) and message["type"] == example["type"], message
         found = next((e for e in message["events"] if e["seq"] == wanted["seq"]), None)
     assert found == wanted, json.dumps(found)
+
+
+# -- names of files and modules ------------------------------------------------------------------
+
+PROSE = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+TOP_FOLDERS = ("webapp", "coordinator_engine", "tests", "bench", "docs", "static", "scripts")
+
+
+def test_every_path_the_readme_and_docs_name_exists() -> None:
+    """A moved or renamed file takes its mentions with it (`webapp/runtime/turns.py`, ...)."""
+    pattern = re.compile(rf"`((?:{'|'.join(TOP_FOLDERS)})/[\w./-]*)`")
+    named = {
+        (doc.name, path)
+        for doc in PROSE
+        for path in pattern.findall(doc.read_text(encoding="utf-8"))
+        if "<" not in path
+    }
+    assert len(named) > 10
+    missing = sorted((doc, path) for doc, path in named if not (ROOT / path).exists())
+    assert missing == []
+
+
+def test_every_webapp_module_the_readme_and_docs_name_imports() -> None:
+    """`webapp.runtime.events.group_channel_group` names a module and, maybe, what is in it."""
+    named = {
+        (doc.name, dotted)
+        for doc in PROSE
+        for dotted in re.findall(r"`(webapp(?:\.\w+)+)`", doc.read_text(encoding="utf-8"))
+    }
+    assert named
+    unresolved = []
+    for doc, dotted in sorted(named):
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                target: Any = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            try:
+                for attribute in parts[cut:]:
+                    target = getattr(target, attribute)
+            except AttributeError:
+                unresolved.append((doc, dotted))
+            break
+        else:
+            unresolved.append((doc, dotted))
+    assert unresolved == []

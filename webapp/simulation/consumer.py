@@ -48,7 +48,7 @@ from coordinator_engine.client import (
     PartitionsRevoked,
 )
 
-from ..client_driver import ClientDriver, InProcessTransport
+from .client_driver import ClientDriver, InProcessTransport
 from .fetcher import Fetcher, TopicPartition
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ Records are offsets here (a simulated partition is a counter): a poll returns `F
 `(topic, partition, start, end)` = the records `start .. end - 1`. The broker is a function
 `fetch(partitions_with_offsets) -> {tp: end_offset}` so the same model serves the live
 simulation (reading log-end offsets from the topic registry) and the worked example of seed 002
-(tests/webapp/test_fetcher.py replays its eight polls).
+(tests/webapp/simulation/test_fetcher.py replays its eight polls).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 consumer in a process of its own, over the websocket consumer protocol.
 
 The consumer is the sans-IO ``GroupClient`` (``coordinator_engine.client``) on a
-``WebsocketTransport``, driven by ``ClientDriver`` (``webapp.client_driver``); this command is
-its application: every ``--poll-interval-ms`` it calls ``poll()`` and "consumes". The lab has
-no Fetch API, so consuming means advancing each owned partition's position by
+``WebsocketTransport``, driven by ``ClientDriver`` (``webapp.simulation.client_driver``); this
+command is its application: every ``--poll-interval-ms`` it calls ``poll()`` and "consumes".
+The lab has no Fetch API, so consuming means advancing each owned partition's position by
 ``--consume-rate`` records per second (``record_consumed``); the client auto-commits those
 positions every ``--auto-commit-interval-ms`` and before it gives a partition up. Nor does
 the protocol carry log-end offsets (no ListOffsets), so a rate above the topic's produce rate
@@ -64,7 +64,7 @@ from coordinator_engine.client import (
     PartitionsRevoked,
     RebalanceStarted,
 )
-from webapp.client_driver import ClientDriver, WebsocketTransport
+from webapp.simulation.client_driver import ClientDriver, WebsocketTransport
 
 #: How long a graceful close may take before the command gives up on its commit.
 CLOSE_TIMEOUT_MS = 10_000

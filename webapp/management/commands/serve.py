@@ -26,10 +26,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from webapp.protocol import MAX_FRAME_BYTES
-from webapp.runtime import CoordinatorRuntime, install_runtime
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, install_runtime
 from webapp.simulation.demo import run_demo
 from webapp.simulation.manager import simulation_for
+from webapp.transports.websocket.codec import MAX_FRAME_BYTES
 
 logger = logging.getLogger("webapp.serve")
 

@@ -28,12 +28,12 @@ from coordinator_engine import (
     PartitionOffset,
     TopicPartition,
 )
+from webapp.models import AdminAction
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, RuntimeNotReady, get_runtime
+from webapp.runtime.topics import InvalidTopicError, UnknownTopicError
+from webapp.simulation.manager import ACTIONS, SimulationError, simulation_for, spec_from_json
 
 from .access import staff_view
-from .models import AdminAction
-from .runtime import CoordinatorRuntime, RuntimeNotReady, get_runtime
-from .simulation.manager import ACTIONS, SimulationError, simulation_for, spec_from_json
-from .topics import InvalidTopicError, UnknownTopicError
 
 __all__ = ["ACTION_NAMES", "admin_action"]
 

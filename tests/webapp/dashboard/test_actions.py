@@ -12,10 +12,9 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import AsyncClient
 
+from tests.webapp.helpers import Client, stable_group
 from webapp.models import AdminAction
-from webapp.runtime import CoordinatorRuntime
-
-from .helpers import Client, stable_group
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 
 pytestmark = pytest.mark.asyncio
 

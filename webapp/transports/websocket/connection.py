@@ -1,6 +1,6 @@
 """The websocket consumer protocol at ``/ws/consumer/`` (docs/protocol.md).
 
-A thin adapter: decode a frame (``webapp.protocol``), submit the request to the runtime, send
+A thin adapter: decode a frame (``codec``), submit the request to the runtime, send
 the reply. Each request runs in its own task, so a JoinGroup parked for a rebalance never holds
 up a Heartbeat on the same socket; replies therefore go out in completion order, matched to
 their requests by ``id``.
@@ -20,14 +20,13 @@ import time
 from collections import deque
 from typing import Any
 
-from autobahn.exception import Disconnected
-from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from coordinator_engine import JoinGroupRequest
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, RuntimeNotReady, get_runtime
+from webapp.sockets import SocketOnly
 
-from . import protocol
-from .runtime import CoordinatorRuntime, RuntimeNotReady, get_runtime
+from . import codec
 
 logger = logging.getLogger(__name__)
 
@@ -37,55 +36,9 @@ CLOSE_POLICY_VIOLATION = 1008
 CLOSE_INTERNAL_ERROR = 1011
 
 
-class SocketOnly:
-    """For consumers that talk to their socket and to the runtime only: no channel layer, no
-    database in their handlers. Two of Channels' hops per message are skipped:
+class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
+    """One client's socket: frames in, requests to the runtime, replies out."""
 
-    * its dispatch loop waits on the socket *and* a channel layer, through a new task and an
-      ``asyncio.wait`` per message; here the loop awaits the socket, and with no channel layer
-      there is no Redis receive loop per connection either;
-    * its ``dispatch`` closes stale database connections in a worker thread before every
-      message (a thread round trip per frame).
-
-    A frame sent after the client closed its socket is dropped (``socket_closed`` then
-    says so): between the client's close and Channels' ``websocket.disconnect``, Daphne's
-    send raises autobahn's ``Disconnected``, and the frame has nowhere to go, as a Kafka
-    broker's response to a closed connection.
-    """
-
-    #: The socket is closed: websocket.disconnect came, or a send found it closing.
-    socket_closed = False
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        self.scope = scope
-        self.channel_layer = None
-        self.base_send = send
-        try:
-            while True:
-                await self.dispatch(await receive())
-        except StopConsumer:
-            pass
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        if message["type"] == "websocket.disconnect":
-            self.socket_closed = True
-        handler = getattr(self, message["type"].replace(".", "_"), None)
-        if handler is None:
-            raise ValueError(f"no handler for message type {message['type']}")
-        await handler(message)
-
-    async def send(
-        self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
-    ) -> None:
-        if self.socket_closed:
-            return
-        try:
-            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
-        except Disconnected:
-            self.socket_closed = True
-
-
-class ConsumerProtocolConsumer(SocketOnly, AsyncWebsocketConsumer):
     FLOOD_LIMIT = 200
     FLOOD_WINDOW_S = 10.0
 
@@ -108,9 +61,9 @@ class ConsumerProtocolConsumer(SocketOnly, AsyncWebsocketConsumer):
             return
         data = text_data if text_data is not None else bytes_data
         try:
-            frame = protocol.parse_frame(data if data is not None else b"")
-        except protocol.FrameError as error:
-            await self._send(protocol.error_frame(error.frame_id, error.code, error.message))
+            frame = codec.parse_frame(data if data is not None else b"")
+        except codec.FrameError as error:
+            await self._send(codec.error_frame(error.frame_id, error.code, error.message))
             if self._flooded():
                 self._closing = True
                 logger.warning(
@@ -142,7 +95,7 @@ class ConsumerProtocolConsumer(SocketOnly, AsyncWebsocketConsumer):
                 return dataclasses.replace(request, client_host=f"/{client[0]}")
         return request
 
-    async def _serve(self, frame: protocol.Frame) -> None:
+    async def _serve(self, frame: codec.Frame) -> None:
         turns = self.runtime.turns
         try:
             # A burst of frames (a group's members all rejoining) takes its turn in shares.
@@ -153,21 +106,21 @@ class ConsumerProtocolConsumer(SocketOnly, AsyncWebsocketConsumer):
         except RuntimeNotReady as exc:
             # Starting (the log replays) or stopping: the client retries, as a Kafka client
             # told COORDINATOR_NOT_AVAILABLE looks for the coordinator again.
-            reply = protocol.error_frame(frame.id, protocol.UNAVAILABLE, str(exc))
+            reply = codec.error_frame(frame.id, codec.UNAVAILABLE, str(exc))
         except Exception:
             logger.exception("websocket consumer: %s request %d failed", frame.api, frame.id)
-            reply = protocol.error_frame(
-                frame.id, protocol.INTERNAL_ERROR, "the coordinator failed on this request"
+            reply = codec.error_frame(
+                frame.id, codec.INTERNAL_ERROR, "the coordinator failed on this request"
             )
         else:
-            reply = protocol.response_frame(frame.id, frame.api, response)
+            reply = codec.response_frame(frame.id, frame.api, response)
         # Parked replies complete together (one engine call answers a whole group's JoinGroups):
         # their encoding and sending is shared out too.
         await turns.wait()
         await self._send(reply)
 
     async def _send(self, frame: dict[str, Any]) -> None:
-        text = protocol.dumps(frame)
+        text = codec.dumps(frame)
         if self.socket_closed:
             return
         await self.send(text_data=text)

@@ -8,9 +8,7 @@ import re
 import pytest
 
 from coordinator_engine import partition_for
-from webapp.runtime import CoordinatorRuntime
-
-from .helpers import (
+from tests.webapp.helpers import (
     REBALANCE_MS,
     SESSION_MS,
     START_MS,
@@ -22,6 +20,7 @@ from .helpers import (
     stable_group,
     subscription,
 )
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 
 pytestmark = pytest.mark.asyncio
 
@@ -317,7 +316,7 @@ async def test_a_parked_join_group_does_not_hold_up_a_heartbeat_on_the_same_sock
 async def test_a_closed_socket_leaves_its_members_to_time_out(
     runtime: CoordinatorRuntime, clock: object
 ) -> None:
-    from .helpers import connect
+    from tests.webapp.helpers import connect
 
     client, communicator = await connect()
     member_id = await stable_group(client)

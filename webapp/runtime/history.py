@@ -28,8 +28,9 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db.models import Max
 
-from .feed import ALL_GROUPS_CHANNEL_GROUP, SequencedEvent, events_message, group_channel_group
-from .models import GroupEvent
+from webapp.models import GroupEvent
+
+from .events import ALL_GROUPS_CHANNEL_GROUP, SequencedEvent, events_message, group_channel_group
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
-"""The websocket protocol's codec (webapp.protocol), without a socket: generic decoding from
-the dataclasses' type hints, errors that name the field, generic encoding of responses."""
+"""The websocket protocol's codec (webapp.transports.websocket.codec), without a socket:
+generic decoding from the dataclasses' type hints, errors that name the field, generic encoding
+of responses."""
 
 from __future__ import annotations
 
@@ -17,10 +18,15 @@ from coordinator_engine import (
     ListGroupsRequest,
     OffsetFetchRequest,
 )
-from webapp import protocol
-from webapp.protocol import APIS, MAX_FRAME_BYTES, FrameError, parse_frame, to_json
-
-from .helpers import SAMPLES
+from tests.webapp.helpers import SAMPLES
+from webapp.transports.websocket import codec
+from webapp.transports.websocket.codec import (
+    APIS,
+    MAX_FRAME_BYTES,
+    FrameError,
+    parse_frame,
+    to_json,
+)
 
 
 def frame(api: str, request: Any, frame_id: Any = 1) -> str:
@@ -43,7 +49,7 @@ def test_every_api_has_a_sample_and_the_table_names_request_classes() -> None:
 def test_a_request_encoded_as_json_decodes_to_the_same_request(api: str) -> None:
     request = SAMPLES[api]
     decoded = parse_frame(frame(api, to_json(request), frame_id=42))
-    assert decoded == protocol.Frame(id=42, api=api, request=request)
+    assert decoded == codec.Frame(id=42, api=api, request=request)
 
 
 def test_fields_with_defaults_may_be_left_out() -> None:
@@ -64,7 +70,7 @@ def test_bytes_are_base64_and_nested_dataclasses_are_objects() -> None:
         member_id="m",
         members=(JoinGroupMember(member_id="m", group_instance_id=None, metadata=b"\x01"),),
     )
-    assert protocol.response_frame(5, "JoinGroup", response) == {
+    assert codec.response_frame(5, "JoinGroup", response) == {
         "id": 5,
         "api": "JoinGroup",
         "response": {
@@ -296,7 +302,7 @@ def test_a_huge_integer_is_refused_by_the_json_parser() -> None:
 def test_an_error_message_quoting_a_lone_surrogate_still_encodes() -> None:
     text = frame("Heartbeat", {**HEARTBEAT, "\ud800": 1}, 3)
     code, message, frame_id = error_of(text)
-    encoded = protocol.dumps(protocol.error_frame(frame_id, code, message))
+    encoded = codec.dumps(codec.error_frame(frame_id, code, message))
     encoded.encode("utf-8")  # no UnicodeEncodeError: the reply can go on the wire
     assert json.loads(encoded)["error"]["code"] == "invalid_request"
 
@@ -305,7 +311,7 @@ def test_the_decoder_is_built_from_the_type_hints_of_every_request_field() -> No
     for cls in APIS.values():
         for field in dataclasses.fields(cls):
             # Every field type has a decoder (no TypeError when building the table).
-            assert protocol._dataclass_decoder(cls) is not None, field.name
+            assert codec._dataclass_decoder(cls) is not None, field.name
 
 
 json_values = st.recursive(

@@ -1,4 +1,4 @@
-"""The event feed's names and messages (webapp.feed)."""
+"""The event feed's names and messages (webapp.runtime.events)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from coordinator_engine.events import EVENT_SCHEMAS, StateChanged, event_from_json
-from webapp.feed import (
+from webapp.runtime.events import (
     EVENT_MESSAGE_SCHEMA,
     SequencedEvent,
     events_message,

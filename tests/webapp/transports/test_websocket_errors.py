@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 from autobahn.exception import Disconnected
 
-from webapp.consumers import ConsumerProtocolConsumer
-from webapp.protocol import APIS, MAX_FRAME_BYTES, to_json
-from webapp.runtime import CoordinatorRuntime
-
-from .helpers import SAMPLES, Client, connect
+from tests.webapp.helpers import SAMPLES, Client, connect
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
+from webapp.transports.websocket.codec import APIS, MAX_FRAME_BYTES, to_json
+from webapp.transports.websocket.connection import ConsumerProtocolSocket
 
 pytestmark = pytest.mark.asyncio
 
@@ -87,7 +86,7 @@ async def test_a_flood_of_malformed_frames_closes_the_socket_with_1008(
     runtime: CoordinatorRuntime,
 ) -> None:
     client, communicator = await connect()
-    limit = ConsumerProtocolConsumer.FLOOD_LIMIT
+    limit = ConsumerProtocolSocket.FLOOD_LIMIT
     for _ in range(limit + 1):
         await client.send_raw(text="{")
     for _ in range(limit + 1):
@@ -241,7 +240,7 @@ async def test_a_thousand_random_malformed_frames_leave_the_connection_serving(
     ws: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The same connection must take them all: lift the flood limit for this test.
-    monkeypatch.setattr(ConsumerProtocolConsumer, "FLOOD_LIMIT", 10**6)
+    monkeypatch.setattr(ConsumerProtocolSocket, "FLOOD_LIMIT", 10**6)
     frames = malformed_frames(seed=20251122, count=1000)
     assert len(frames) == 1000
     codes: dict[str, int] = {}
@@ -311,7 +310,7 @@ async def test_a_connection_is_refused_when_the_runtime_cannot_start(
     from channels.testing import WebsocketCommunicator
 
     from webapp.asgi import application
-    from webapp.runtime import install_runtime
+    from webapp.runtime.coordinator_runtime import install_runtime
 
     runtime = make_runtime(log_path=tmp_path)  # a directory: SQLite cannot open it
     install_runtime(runtime)
@@ -346,7 +345,7 @@ async def test_a_reply_to_a_socket_that_is_closing_is_dropped_quietly(
             raise Disconnected("Attempt to send on a closed protocol")
 
     scope = {"type": "websocket", "path": "/ws/consumer/", "client": ["127.0.0.1", 5000]}
-    consumer = asyncio.create_task(ConsumerProtocolConsumer.as_asgi()(scope, inbox.get, send))
+    consumer = asyncio.create_task(ConsumerProtocolSocket.as_asgi()(scope, inbox.get, send))
     try:
         await inbox.put({"type": "websocket.connect"})
         await asyncio.wait_for(accepted.wait(), 5)

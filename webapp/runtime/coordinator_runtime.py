@@ -24,14 +24,15 @@ engine's only caller: the websocket consumers, the JSON API, in-process simulate
   ``coord.advance(now)``.
 * **Events** get a sequence number (continuing the highest stored one) and go to in-process
   listeners (:meth:`CoordinatorRuntime.add_listener`; the dashboard's feeds are), to the
-  history table and to the Channels groups (``webapp.history``, ``webapp.feed``), never
+  history table and to the Channels groups (``webapp.runtime.history``,
+  ``webapp.runtime.events``), never
   blocking the loop.
 * **Checkpoints off the loop.** The log's appends never checkpoint SQLite's write-ahead log
   (one that did took the loop 15-25 ms); a task copies it into the database file every
   ``checkpoint_interval_s`` from a worker thread (``SqliteLog.checkpoint``), and at stop.
 * **Fair turns.** Transports call ``await runtime.turns.wait()`` before each request and each
-  reply (``webapp.turns``): a burst, such as a whole group rejoining at once, is handled a few
-  milliseconds per loop turn, and the loop's socket writes go out in between.
+  reply (``webapp.runtime.turns``): a burst, such as a whole group rejoining at once, is
+  handled a few milliseconds per loop turn, and the loop's socket writes go out in between.
 * **Start and restart.** Daphne runs no ASGI lifespan, so the runtime starts on first use
   (:func:`get_runtime`, from the first websocket connect or API request) or eagerly from
   ``manage.py serve``. Starting takes an exclusive lock on the log (one process owns a log),
@@ -44,7 +45,8 @@ engine's only caller: the websocket consumers, the JSON API, in-process simulate
   benchmark can tell the engine's share of a run from the host's (``/healthz`` reports it).
 
 FindCoordinator and Metadata are answered here, not by the engine: this process is node 0 at
-``ADVERTISED_HOST:ADVERTISED_PORT`` and the topics come from :class:`~webapp.topics.TopicRegistry`.
+``ADVERTISED_HOST:ADVERTISED_PORT`` and the topics come from
+:class:`~webapp.runtime.topics.TopicRegistry`.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ from coordinator_engine.cluster import (
 )
 from coordinator_engine.records import OffsetCommitValue
 
-from .feed import SequencedEvent
+from .events import SequencedEvent
 from .history import HistoryWriter, Publisher, last_stored_seq_per_group
 from .topics import TopicRegistry, TopicSpec, UnknownTopicError
 from .turns import TurnBudget
@@ -204,7 +206,7 @@ class _LogLock:
 def _load_database_state() -> tuple[list[TopicSpec], dict[str, int]]:
     from django.db import DatabaseError
 
-    from .models import Topic
+    from webapp.models import Topic
 
     try:
         return [topic.to_spec() for topic in Topic.objects.all()], last_stored_seq_per_group()
@@ -216,13 +218,13 @@ def _load_database_state() -> tuple[list[TopicSpec], dict[str, int]]:
 
 
 def _save_topic(spec: TopicSpec) -> None:
-    from .models import Topic
+    from webapp.models import Topic
 
     Topic.objects.update_or_create(name=spec.name, defaults=Topic.fields_of(spec))
 
 
 def _delete_topic(name: str) -> None:
-    from .models import Topic
+    from webapp.models import Topic
 
     Topic.objects.filter(name=name).delete()
 
@@ -254,7 +256,7 @@ class CoordinatorRuntime:
         self.advertised_host = advertised_host
         self.advertised_port = advertised_port
         self._channel_layer_alias = channel_layer_alias
-        #: Turns of the loop shared out to bursts of requests (``webapp.turns``).
+        #: Turns of the loop shared out to bursts of requests (``webapp.runtime.turns``).
         self.turns = TurnBudget()
         self.history = HistoryWriter(interval_s=history_interval_s, batch_size=history_batch_size)
         self.publisher: Publisher | None = None

@@ -30,8 +30,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from coordinator_engine.client import ClientEvent, GroupClient
-
-from .protocol import FrameError, decode_response, request_frame
+from webapp.transports.websocket.codec import FrameError, decode_response, request_frame
 
 logger = logging.getLogger(__name__)
 

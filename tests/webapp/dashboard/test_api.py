@@ -1,4 +1,4 @@
-"""The JSON API and /healthz (webapp.views), through Django's async test client."""
+"""The JSON API and /healthz (webapp.dashboard.api), through Django's async test client."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 from django.test import AsyncClient
 
-from webapp.runtime import CoordinatorRuntime, ManualClock, install_runtime
-
-from .helpers import START_MS, Client, commit_offsets, stable_group, subscription
+from tests.webapp.helpers import START_MS, Client, commit_offsets, stable_group, subscription
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, ManualClock, install_runtime
 
 pytestmark = pytest.mark.asyncio
 
@@ -85,7 +84,7 @@ async def test_the_runtime_starts_on_the_first_api_request(
     response = await http.get("/api/groups")
     assert response.status_code == 200
     assert response.json() == {"groups": []}
-    from webapp.runtime import current_runtime
+    from webapp.runtime.coordinator_runtime import current_runtime
 
     runtime = current_runtime()
     assert runtime is not None and runtime.ready and runtime.log_path == log_path

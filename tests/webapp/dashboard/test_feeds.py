@@ -13,10 +13,9 @@ from autobahn.exception import Disconnected
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient
 
+from tests.webapp.helpers import Client, commit_offsets, join_new_member, stable_group
 from webapp.asgi import application
-from webapp.runtime import CoordinatorRuntime, ManualClock
-
-from .helpers import Client, commit_offsets, join_new_member, stable_group
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, ManualClock
 
 pytestmark = pytest.mark.asyncio
 

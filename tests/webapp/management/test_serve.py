@@ -13,8 +13,7 @@ import pytest
 from websockets.sync.client import ClientConnection
 
 from tests.live_server import LiveServer
-
-from .helpers import assignment, subscription
+from tests.webapp.helpers import assignment, subscription
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """The dashboard's pages (docs/dashboard.md): Django templates whose scripts follow the live
-feeds (``webapp.dashboard``) and call the staff actions (``webapp.actions``)."""
+feeds (``webapp.dashboard.feeds``) and call the staff actions
+(``webapp.dashboard.actions``)."""
 
 from __future__ import annotations
 

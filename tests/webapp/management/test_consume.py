@@ -29,7 +29,6 @@ from coordinator_engine.client import (
     PartitionsRevoked,
 )
 from coordinator_engine.responses import HeartbeatResponse
-from webapp.client_driver import ClientDriver, WebsocketTransport
 from webapp.management.commands.consume import (
     Consumption,
     EventLines,
@@ -40,6 +39,7 @@ from webapp.management.commands.consume import (
     parse_offsets,
     parse_partitions,
 )
+from webapp.simulation.client_driver import ClientDriver, WebsocketTransport
 
 
 def fields(text: str) -> tuple[str, dict[str, str]]:

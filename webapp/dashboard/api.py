@@ -22,12 +22,22 @@ from coordinator_engine.consumer_protocol import (
     decode_subscription,
 )
 from coordinator_engine.records import OffsetCommitValue
+from webapp.runtime.coordinator_runtime import (
+    CoordinatorRuntime,
+    RuntimeNotReady,
+    ensure_runtime_started,
+    get_runtime,
+)
+from webapp.runtime.history import events_after
+from webapp.runtime.topics import (
+    InvalidTopicError,
+    TopicExistsError,
+    TopicRegistry,
+    UnknownTopicError,
+)
+from webapp.simulation.manager import ACTIONS, SimulationError, simulation_for, spec_from_json
 
 from .access import api_view
-from .history import events_after
-from .runtime import CoordinatorRuntime, RuntimeNotReady, ensure_runtime_started, get_runtime
-from .simulation.manager import ACTIONS, SimulationError, simulation_for, spec_from_json
-from .topics import InvalidTopicError, TopicExistsError, TopicRegistry, UnknownTopicError
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 EVENTS_PAGE_DEFAULT = 1000

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from webapp.turns import TurnBudget
+from webapp.runtime.turns import TurnBudget
 
 WORK_S = 0.002
 

@@ -15,11 +15,10 @@ import pytest_asyncio
 from coordinator_engine import CoordinatorConfig, GroupState
 from coordinator_engine.consumer_protocol import decode_assignment
 from coordinator_engine.events import MemberRemoved
-from webapp.runtime import CoordinatorRuntime, WallClock
+from tests.webapp.helpers import serving
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, WallClock
 from webapp.simulation.consumer import Behaviour, ConsumerSpec
 from webapp.simulation.manager import Simulation, SimulationError, spec_from_json
-
-from .helpers import serving
 
 FAST = CoordinatorConfig(group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0)
 QUICK = dict(

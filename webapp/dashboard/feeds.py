@@ -20,12 +20,13 @@ from urllib.parse import urlsplit
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from webapp.models import GroupEvent
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, get_runtime
+from webapp.runtime.events import SequencedEvent
+from webapp.sockets import SocketOnly
+
 from .access import may_read
-from .consumers import SocketOnly
-from .feed import SequencedEvent
-from .models import GroupEvent
-from .runtime import CoordinatorRuntime, get_runtime
-from .views import group_detail_json, group_summary, log_end_offsets, total_lag
+from .api import group_detail_json, group_summary, log_end_offsets, total_lag
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +180,7 @@ class _Feed(SocketOnly, AsyncWebsocketConsumer):
         raise NotImplementedError
 
 
-class GroupFeedConsumer(_Feed):
+class GroupFeedSocket(_Feed):
     """``/ws/dashboard/groups/<group_id>/``: one group."""
 
     tick_interval_s = OFFSETS_INTERVAL_S
@@ -213,7 +214,7 @@ class GroupFeedConsumer(_Feed):
         return {"type": "offsets", "log_end_offsets": ends}
 
 
-class OverviewFeedConsumer(_Feed):
+class OverviewFeedSocket(_Feed):
     """``/ws/dashboard/groups/``: every group."""
 
     tick_interval_s = LAG_INTERVAL_S

@@ -1,10 +1,11 @@
-"""The topic registry (webapp.topics): partition counts and lazily growing log-end offsets."""
+"""The topic registry (webapp.runtime.topics): partition counts and lazily growing log-end
+offsets."""
 
 from __future__ import annotations
 
 import pytest
 
-from webapp.topics import (
+from webapp.runtime.topics import (
     InvalidTopicError,
     TopicExistsError,
     TopicRegistry,

@@ -1,5 +1,6 @@
-"""The coordinator runtime (webapp.runtime): restart replay, the timer, events with sequence
-numbers to listeners, the history table and the Channels groups, in-process submission."""
+"""The coordinator runtime (webapp.runtime.coordinator_runtime): restart replay, the timer,
+events with sequence numbers to listeners, the history table and the Channels groups,
+in-process submission."""
 
 from __future__ import annotations
 
@@ -25,11 +26,7 @@ from coordinator_engine import (
 )
 from coordinator_engine.cluster import FindCoordinatorRequest
 from tests.log_files import records_in_database_file
-from webapp.feed import SequencedEvent, group_channel_group
-from webapp.models import GroupEvent
-from webapp.runtime import CoordinatorRuntime, ManualClock, RuntimeNotReady, install_runtime
-
-from .helpers import (
+from tests.webapp.helpers import (
     START_MS,
     Client,
     assignment,
@@ -39,6 +36,14 @@ from .helpers import (
     stable_group,
     subscription,
 )
+from webapp.models import GroupEvent
+from webapp.runtime.coordinator_runtime import (
+    CoordinatorRuntime,
+    ManualClock,
+    RuntimeNotReady,
+    install_runtime,
+)
+from webapp.runtime.events import SequencedEvent, group_channel_group
 
 pytestmark = pytest.mark.asyncio
 
@@ -216,7 +221,7 @@ async def test_a_failing_listener_is_logged_and_the_engine_carries_on(
         raise ValueError("listener bug")
 
     runtime.add_listener(broken)
-    with caplog.at_level(logging.ERROR, logger="webapp.runtime"):
+    with caplog.at_level(logging.ERROR, logger="webapp.runtime.coordinator_runtime"):
         await stable_group(ws)
     assert "event listener" in caplog.text
     runtime.remove_listener(broken)
@@ -280,7 +285,7 @@ async def test_submit_nowait_calls_back_in_process_and_survives_a_failing_callba
     def broken(response: Any) -> None:
         raise ValueError("callback bug")
 
-    with caplog.at_level(logging.ERROR, logger="webapp.runtime"):
+    with caplog.at_level(logging.ERROR, logger="webapp.runtime.coordinator_runtime"):
         runtime.submit_nowait(ListGroupsRequest(), broken)
     assert "reply callback" in caplog.text
 
@@ -333,7 +338,7 @@ async def test_a_database_without_tables_fails_the_start_naming_migrate(
 ) -> None:
     from django.db import OperationalError
 
-    from webapp import runtime as runtime_module
+    from webapp.runtime import coordinator_runtime as runtime_module
 
     def no_tables() -> dict[str, int]:
         raise OperationalError("no such table: webapp_groupevent")
