@@ -1,6 +1,13 @@
 """The base of this site's websocket handlers that talk to their socket and to the runtime
 only: the consumer protocol (``webapp.transports.websocket``) and the dashboard's feeds
-(``webapp.dashboard.feeds``)."""
+(``webapp.dashboard.feeds``), and the close codes they use.
+
+Close codes: Daphne (autobahn) lets an application close a websocket with 1000 or a code in
+3000–4999 only; it answers any other code with an exception, a logged traceback and a 1011 to
+the client. So every code this site closes with is its own, in 4000–4999, numbered after the
+HTTP status that means the same (docs/protocol.md and docs/dashboard.md list them), and
+:meth:`SocketOnly.close` refuses any other before it reaches Daphne.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,18 @@ from typing import Any
 
 from autobahn.exception import Disconnected
 from channels.exceptions import StopConsumer
+
+#: Sign in first (the dashboard's feeds, with ``REBALANCE_LAB_ANONYMOUS_READ`` off).
+CLOSE_LOGIN_REQUIRED = 4401
+#: A page of another site opened the socket (its Origin is not this Host; the dashboard's feeds).
+CLOSE_FOREIGN_ORIGIN = 4403
+#: More than the allowed malformed frames in a window (the consumer protocol).
+CLOSE_TOO_MANY_MALFORMED_FRAMES = 4429
+#: The coordinator runtime cannot serve: its start failed, or it is reloading its state.
+CLOSE_RUNTIME_UNAVAILABLE = 4503
+
+#: The codes Daphne lets an application send: 1000 (normal) and 3000–4999.
+_SENDABLE = frozenset((1000, *range(3000, 5000)))
 
 
 class SocketOnly:
@@ -56,3 +75,18 @@ class SocketOnly:
             await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
         except Disconnected:
             self.socket_closed = True
+
+    async def refuse(self, code: int) -> None:
+        """Turn the connection away with ``code``, from ``connect``: the handshake is accepted
+        and the socket closed at once. (A close before the accept reaches the client as an
+        HTTP 403 to its handshake, with no code to tell why.)"""
+        await self.accept()  # type: ignore[attr-defined]
+        await self.close(code=code)
+
+    async def close(self, code: int | None = None, reason: str | None = None) -> None:
+        if code is not None and code is not True and code not in _SENDABLE:
+            raise ValueError(
+                f"close code {code} cannot be sent through Daphne: use 1000 or one of this "
+                "site's codes in 4000-4999 (webapp.sockets)"
+            )
+        await super().close(code=code, reason=reason)  # type: ignore[misc]

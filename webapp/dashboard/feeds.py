@@ -23,19 +23,18 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from webapp.models import GroupEvent
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, get_runtime
 from webapp.runtime.events import SequencedEvent
-from webapp.sockets import SocketOnly
+from webapp.sockets import (
+    CLOSE_FOREIGN_ORIGIN,
+    CLOSE_LOGIN_REQUIRED,
+    CLOSE_RUNTIME_UNAVAILABLE,
+    SocketOnly,
+)
 
 from .access import may_read
 from .api import group_detail_json, group_summary, log_end_offsets, total_lag
 
 logger = logging.getLogger(__name__)
 
-#: Close code for a visitor who must sign in first (REBALANCE_LAB_ANONYMOUS_READ off).
-CLOSE_LOGIN_REQUIRED = 4401
-#: Close code for a page of another site (its Origin is not this Host).
-CLOSE_FOREIGN_ORIGIN = 4403
-#: Close code when the coordinator runtime cannot serve (RFC 6455: internal error).
-CLOSE_INTERNAL_ERROR = 1011
 
 OFFSETS_INTERVAL_S = 1.0
 LAG_INTERVAL_S = 2.0
@@ -107,16 +106,20 @@ class _Feed(SocketOnly, AsyncWebsocketConsumer):
         self._outbox: list[SequencedEvent] = []
         self._wake = asyncio.Event()
         if not same_origin(self.scope):
-            await self.close(code=CLOSE_FOREIGN_ORIGIN)
+            await self.refuse(CLOSE_FOREIGN_ORIGIN)
             return
         if not may_read(self.scope.get("user")):
-            await self.close(code=CLOSE_LOGIN_REQUIRED)
+            await self.refuse(CLOSE_LOGIN_REQUIRED)
             return
         try:
             self.runtime = await get_runtime()
-        except Exception:
-            logger.exception("dashboard feed: the coordinator runtime is not available")
-            await self.close(code=CLOSE_INTERNAL_ERROR)
+        except Exception as exc:  # its cause is logged once, by the runtime
+            logger.warning(
+                "dashboard feed closed with %d: the coordinator runtime is not available (%s)",
+                CLOSE_RUNTIME_UNAVAILABLE,
+                exc,
+            )
+            await self.refuse(CLOSE_RUNTIME_UNAVAILABLE)
             return
         await self.accept()
         await self.prepare()

@@ -338,10 +338,13 @@ class CoordinatorRuntime:
             self._log, self._coordinator = await asyncio.to_thread(self._open, self._now())
             specs, self._group_seq = await sync_to_async(_load_database_state)()
             self._seq = max(self._group_seq.values(), default=0)
-        except BaseException:
+        except BaseException as exc:
             if self._log is not None:
                 self._log.close()
             self._lock.release()
+            if isinstance(exc, Exception):
+                # Said once here; whoever awaits the start (every connection) gets the error.
+                logger.error("the coordinator runtime could not start: %s", exc)
             raise
         self.topics = TopicRegistry(specs)
         layer = (

@@ -97,8 +97,7 @@ class Command(BaseCommand):
         async def start() -> None:
             try:
                 await runtime.start()
-            except Exception as exc:
-                logger.critical("the coordinator runtime could not start: %s", exc)
+            except Exception as exc:  # the runtime logged it
                 failed.append(exc)
                 server.stop()
                 return

@@ -7,8 +7,9 @@ their requests by ``id``.
 
 A malformed frame gets an error reply and the connection stays open, unless the client sends
 more than ``FLOOD_LIMIT`` malformed frames within ``FLOOD_WINDOW_S`` seconds: then the socket is
-closed with 1008 (policy violation). Closing the socket, or the socket dying, does nothing to the
-group: its members time out like a Kafka client that went away.
+closed with 4429 (too many malformed frames; the close codes are in ``webapp.sockets``).
+Closing the socket, or the socket dying, does nothing to the group: its members time out like
+a Kafka client that went away.
 """
 
 from __future__ import annotations
@@ -24,16 +25,15 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from coordinator_engine import JoinGroupRequest
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, RuntimeNotReady, get_runtime
-from webapp.sockets import SocketOnly
+from webapp.sockets import (
+    CLOSE_RUNTIME_UNAVAILABLE,
+    CLOSE_TOO_MANY_MALFORMED_FRAMES,
+    SocketOnly,
+)
 
 from . import codec
 
 logger = logging.getLogger(__name__)
-
-#: Close code when a client floods the socket with malformed frames (RFC 6455: policy violation).
-CLOSE_POLICY_VIOLATION = 1008
-#: Close code when the coordinator runtime cannot serve (RFC 6455: internal error).
-CLOSE_INTERNAL_ERROR = 1011
 
 
 class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
@@ -47,9 +47,15 @@ class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
     async def connect(self) -> None:
         try:
             self.runtime = await get_runtime()
-        except Exception:
-            logger.exception("websocket consumer: the coordinator runtime is not available")
-            await self.close(code=CLOSE_INTERNAL_ERROR)
+        except Exception as exc:  # its cause is logged once, by the runtime
+            logger.warning(
+                "websocket consumer %s closed with %d: the coordinator runtime is not available "
+                "(%s)",
+                self.scope.get("client"),
+                CLOSE_RUNTIME_UNAVAILABLE,
+                exc,
+            )
+            await self.refuse(CLOSE_RUNTIME_UNAVAILABLE)
             return
         self._tasks: set[asyncio.Task[None]] = set()
         self._malformed: deque[float] = deque()
@@ -72,7 +78,7 @@ class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
                     self.FLOOD_LIMIT,
                     self.FLOOD_WINDOW_S,
                 )
-                await self.close(code=CLOSE_POLICY_VIOLATION)
+                await self.close(code=CLOSE_TOO_MANY_MALFORMED_FRAMES)
             return
         task = asyncio.get_running_loop().create_task(self._serve(frame))
         self._tasks.add(task)
