@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import resource
+import secrets
 import shutil
 import signal
 import socket
@@ -121,6 +122,7 @@ class LabServer:
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
+            "SECRET_KEY": secrets.token_urlsafe(50),
             "CHANNEL_LAYER": "redis",
             # The benchmarks create topics through the JSON API, without a staff session.
             "REBALANCE_LAB_OPEN_API": "1",

@@ -2,7 +2,8 @@
 # The live demo: a local Redis (channel layer), the database schema, then Daphne with the
 # coordinator runtime and the demo groups. Ctrl-C stops every process this script started:
 # the server first (its consumers leave their groups, its state is flushed), then Redis.
-# Settings: HOST, PORT (the site), REDIS_PORT (a Redis already listening there is reused).
+# Settings: HOST, PORT (the site), REDIS_PORT (a Redis already listening there is reused),
+# SECRET_KEY (else the one made once in var/secret-key).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +46,13 @@ else
     }
 fi
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+
+# Sessions and CSRF tokens are signed with this installation's own key, made once.
+if [ -z "${SECRET_KEY:-}" ] && [ ! -s var/secret-key ]; then
+    (umask 077 && "$PY" -c 'import secrets; print(secrets.token_urlsafe(50))' >var/secret-key)
+    echo "created a secret key in var/secret-key"
+fi
+export SECRET_KEY_FILE="$PWD/var/secret-key"
 
 "$PY" manage.py migrate --noinput >/dev/null
 "$PY" manage.py staffuser

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -36,6 +37,7 @@ class LiveServer:
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
+            "SECRET_KEY": secrets.token_urlsafe(50),
             "CHANNEL_LAYER": "memory",
             "REBALANCE_LAB_OPEN_API": "1",
             "REBALANCE_LAB_LOG_PATH": str(workdir / "coordinator.db"),

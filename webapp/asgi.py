@@ -1,4 +1,5 @@
-"""The ASGI application Daphne serves: HTTP to Django, websockets to the Channels routes.
+"""The ASGI application Daphne serves: HTTP to Django, websockets to the Channels routes. It
+refuses to load without a secret key (``webapp.secret_key``).
 
 Daphne runs no ASGI lifespan events, so nothing here starts the coordinator runtime: the
 first websocket connect or API request starts it
@@ -14,6 +15,10 @@ from django.core.asgi import get_asgi_application
 
 # Django first: the routes below import models.
 django_asgi_app = get_asgi_application()
+
+from webapp import secret_key  # noqa: E402
+
+secret_key.require()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 

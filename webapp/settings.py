@@ -15,7 +15,10 @@ style: every knob is an environment variable with a typed helper and a working d
   report it in ``/healthz`` (``engine_profile``), for benchmarks.
 * ``REBALANCE_LAB_ANONYMOUS_READ`` (on): anonymous visitors may read the dashboard and the
   API; ``REBALANCE_LAB_OPEN_API`` (off): the API's write methods need no staff session.
-* ``SECRET_KEY``, ``DEBUG``, ``ALLOWED_HOSTS`` (``*``), ``LOG_LEVEL`` (``INFO``): as in Django.
+* ``SECRET_KEY``, or ``SECRET_KEY_FILE`` (``var/secret-key``) a file holding it: what sessions
+  and CSRF tokens are signed with. There is no default: ``make run`` creates a random one once in
+  ``var/secret-key``; a server without one refuses to start (``webapp.secret_key``).
+* ``DEBUG``, ``ALLOWED_HOSTS`` (``*``), ``LOG_LEVEL`` (``INFO``): as in Django.
 
 Relative paths are relative to the repository root. A malformed value fails at start-up with
 ``ImproperlyConfigured`` naming the variable.
@@ -130,7 +133,23 @@ def coordinator_config_from_env() -> CoordinatorConfig:
 
 # ---------------------------------------------------------------- Django
 
-SECRET_KEY = env_str("SECRET_KEY", "rebalance-lab-development-key-not-for-production")
+
+def secret_key_from_env() -> str:
+    """``SECRET_KEY``, else the contents of ``SECRET_KEY_FILE`` if it exists, else "" (Django
+    then refuses any use of it, and the servers refuse to start: ``webapp.secret_key``)."""
+    key = os.environ.get("SECRET_KEY", "").strip()
+    if key:
+        return key
+    path = env_path("SECRET_KEY_FILE", "var/secret-key")
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise ImproperlyConfigured(f"SECRET_KEY_FILE={path} cannot be read: {exc}") from None
+
+
+SECRET_KEY = secret_key_from_env()
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "*")
 

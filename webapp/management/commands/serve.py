@@ -23,9 +23,11 @@ import daphne.server
 from daphne.access import AccessLogGenerator
 from daphne.endpoints import build_endpoint_description_strings
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from webapp import secret_key
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, install_runtime
 from webapp.simulation.demo import run_demo
 from webapp.simulation.manager import simulation_for
@@ -60,6 +62,10 @@ class Command(BaseCommand):
         host: str = options["host"]
         port: int = options["port"]
         verbosity: int = options["verbosity"]
+        try:
+            secret_key.require()
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
         check_channel_layer()
         if not options["no_migrate"]:
             call_command("migrate", interactive=False, verbosity=0)
