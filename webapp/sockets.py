@@ -30,14 +30,16 @@ _SENDABLE = frozenset((1000, *range(3000, 5000)))
 
 
 class SocketOnly:
-    """For consumers that talk to their socket and to the runtime only: no channel layer, no
-    database in their handlers. Two of Channels' hops per message are skipped:
+    """For consumers that talk to their socket and to the runtime only: no channel layer.
+    Two of Channels' hops per message are skipped:
 
     * its dispatch loop waits on the socket *and* a channel layer, through a new task and an
       ``asyncio.wait`` per message; here the loop awaits the socket, and with no channel layer
       there is no Redis receive loop per connection either;
     * its ``dispatch`` closes stale database connections in a worker thread before every
-      message (a thread round trip per frame).
+      message (a thread round trip per frame). A handler that does read the database must
+      therefore do it through ``channels.db.database_sync_to_async``, which closes them
+      around the query itself.
 
     A frame sent after the client closed its socket is dropped (``socket_closed`` then
     says so): between the client's close and Channels' ``websocket.disconnect``, Daphne's

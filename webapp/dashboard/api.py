@@ -231,8 +231,10 @@ def group_detail_json(
 
 
 async def healthz(request: HttpRequest) -> HttpResponse:
-    """200 ``{"status": "ok", ...}`` once the runtime serves; 503 before (``starting``), or if
-    its start failed (``failed``, with the error)."""
+    """200 ``{"status": "ok", ...}`` once the runtime serves; 503 before (``starting``), if its
+    start failed (``failed``, with the error), or while it reloads the engine from the log
+    after an engine fault (``recovering``). ``engine_faults`` counts those faults and
+    ``last_engine_fault`` describes the latest."""
     if request.method not in ("GET", "HEAD"):
         return _method_not_allowed(request, ("GET",))
     try:
@@ -240,15 +242,21 @@ async def healthz(request: HttpRequest) -> HttpResponse:
     except RuntimeNotReady as exc:
         return JsonResponse({"status": "unavailable", "error": str(exc)}, status=503)
     log_path = str(runtime.log_path)
+    faults: dict[str, Any] = {"engine_faults": runtime.engine_faults}
+    if runtime.last_engine_fault is not None:
+        faults["last_engine_fault"] = runtime.last_engine_fault
     if runtime.ready:
         body: dict[str, Any] = {
             "status": "ok",
             "groups": len(runtime.group_ids()),
             "log_path": log_path,
+            **faults,
         }
         if runtime.engine_profile is not None:
             body["engine_profile"] = runtime.engine_profile.to_json()
         return JsonResponse(body)
+    if runtime.recovering:
+        return JsonResponse({"status": "recovering", "log_path": log_path, **faults}, status=503)
     task = runtime.start_task
     if task is not None and task.done():
         error = task.exception() if not task.cancelled() else None

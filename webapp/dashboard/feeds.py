@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from webapp.models import GroupEvent
@@ -127,6 +127,7 @@ class _Feed(SocketOnly, AsyncWebsocketConsumer):
         # it is reflected in the snapshot, every later one lands in the outbox.
         self.runtime.add_listener(self._on_event)
         self._subscribed = True
+        self._engine_faults = self.runtime.engine_faults
         await self.send_json(self.snapshot())
         loop = asyncio.get_running_loop()
         self._tasks = [
@@ -163,8 +164,12 @@ class _Feed(SocketOnly, AsyncWebsocketConsumer):
     async def _tick_forever(self) -> None:
         while True:
             await asyncio.sleep(self.tick_interval_s)
-            if self.runtime.ready:
-                await self.send_json(self.tick())
+            if not self.runtime.ready or self.runtime.engine_faults != self._engine_faults:
+                # The engine is being (or was) reloaded from its log: the page may hold state
+                # the log never had. It reconnects and takes a new snapshot.
+                await self.close(code=CLOSE_RUNTIME_UNAVAILABLE)
+                return
+            await self.send_json(self.tick())
 
     # -- what each feed defines
     tick_interval_s: float
@@ -230,7 +235,12 @@ class OverviewFeedSocket(_Feed):
         # The sparkline counts come from the history table: store what is pending first.
         await runtime.flush_history()
         self.now_ms = runtime.now_ms()
-        self.buckets = await sync_to_async(rebalance_buckets)(self.now_ms, runtime.group_ids())
+        # Channels' database path: stale connections are closed before and after the query,
+        # as Channels' own dispatch would (which SocketOnly skips; with PostgreSQL a
+        # connection kept past CONN_MAX_AGE or broken by a server restart would be reused).
+        self.buckets = await database_sync_to_async(rebalance_buckets)(
+            self.now_ms, runtime.group_ids()
+        )
 
     def snapshot(self) -> dict[str, Any]:
         runtime = self.runtime

@@ -40,6 +40,20 @@ engine's only caller: the websocket consumers, the JSON API, in-process simulate
   A restart, including after ``kill -9``, replays the log: groups, generations, assignments and
   offsets come back, members' sessions restart from now.
 
+* **An engine fault reloads the engine from its log.** The invariant is that the engine's
+  state is what its log replays to. An exception out of an engine call (a bug: the engine
+  answers every bad request with a Kafka error code) may have left the in-memory state half
+  changed, a popped timer lost, replies and events queued for the next call. So the runtime
+  stops serving at once (the failing call's caller gets the exception; later requests get
+  RuntimeNotReady, which the transports answer as "unavailable", and clients retry), fails
+  every parked reply with RuntimeNotReady, drops the engine,
+  replays the log into a new one off the loop, and serves again: the state Kafka reloads when
+  it moves a coordinator shard (``CoordinatorRuntime.scheduleUnloadOperation`` then
+  ``scheduleLoadOperation``). Members' sessions restart from now, as after a restart; what the
+  failed call appended stays, what it had not appended never happened. ``/healthz`` says
+  ``recovering`` meanwhile and counts the faults (:attr:`CoordinatorRuntime.engine_faults`,
+  :attr:`~CoordinatorRuntime.last_engine_fault`); the log has the traceback.
+
 * **Profiling** (``REBALANCE_LAB_PROFILE_ENGINE=1``): :class:`EngineProfile` adds up the wall
   time spent inside ``coord.handle`` (the record append included) and ``coord.advance``, so a
   benchmark can tell the engine's share of a run from the host's (``/healthz`` reports it).
@@ -271,6 +285,8 @@ class CoordinatorRuntime:
         self._loop_thread: int | None = None
         self._start_task: asyncio.Task[None] | None = None
         self._ready = False
+        #: Started (the log open, the background tasks running), until stop() ends it all.
+        self._started = False
         self._stopped = False
         self._listeners: list[Listener] = []
         self._seq = 0
@@ -280,6 +296,15 @@ class CoordinatorRuntime:
         self._armed_deadline: int | None = None
         #: Time spent in the engine, when asked for (``profile_engine``); None otherwise.
         self.engine_profile: EngineProfile | None = EngineProfile() if profile_engine else None
+        #: Exceptions out of the engine since the start, each followed by a reload from the log.
+        self.engine_faults = 0
+        #: The latest: when (``at_ms``), in which call (``during``), the ``error``, and once
+        #: serving again ``reloaded_in_ms``.
+        self.last_engine_fault: dict[str, Any] | None = None
+        self._reload_task: asyncio.Task[None] | None = None
+        #: How to fail each parked reply (a JoinGroup or SyncGroup not answered yet) if the
+        #: engine that holds it is dropped.
+        self._parked: dict[object, Callable[[str], None]] = {}
 
     @classmethod
     def from_settings(cls) -> CoordinatorRuntime:
@@ -309,10 +334,30 @@ class CoordinatorRuntime:
         return self._loop
 
     @property
+    def reload_task(self) -> asyncio.Task[None] | None:
+        """The reload after the latest engine fault (done once serving again)."""
+        return self._reload_task
+
+    @property
+    def recovering(self) -> bool:
+        """True from an engine fault until the engine is reloaded from the log."""
+        return self._reload_task is not None and not self._reload_task.done()
+
+    @property
     def coordinator(self) -> GroupCoordinator:
         if self._coordinator is None:
-            raise RuntimeNotReady("the coordinator runtime has not started")
+            raise RuntimeNotReady(self._unavailable_reason())
         return self._coordinator
+
+    def _unavailable_reason(self) -> str:
+        if self.recovering:
+            return (
+                "the coordinator is reloading its state from its log after an engine fault; "
+                "retry in a moment"
+            )
+        if self._coordinator is None and not self._stopped:
+            return "the coordinator runtime has not started"
+        return "the coordinator runtime is not serving"
 
     def begin_start(self) -> asyncio.Task[None]:
         """Start on the running loop without waiting; the start task (created once)."""
@@ -335,7 +380,8 @@ class CoordinatorRuntime:
         self._lock.acquire()
         try:
             # Replaying a long log takes a while: off the loop, so /healthz can say "starting".
-            self._log, self._coordinator = await asyncio.to_thread(self._open, self._now())
+            self._log = await asyncio.to_thread(self._open_log)
+            self._coordinator = await asyncio.to_thread(self._load_engine, self._now())
             specs, self._group_seq = await sync_to_async(_load_database_state)()
             self._seq = max(self._group_seq.values(), default=0)
         except BaseException as exc:
@@ -359,7 +405,7 @@ class CoordinatorRuntime:
             self._checkpoint_until_stopped(), name="checkpoint"
         )
         self._coordinator.add_listener(self._on_event)
-        self._ready = True
+        self._started = self._ready = True
         self._rearm()
         logger.info(
             "coordinator runtime ready: %d groups replayed from %s in %.0f ms",
@@ -368,13 +414,13 @@ class CoordinatorRuntime:
             (time.perf_counter() - started) * 1000,
         )
 
-    def _open(self, now_ms: int) -> tuple[SqliteLog, GroupCoordinator]:
-        log = SqliteLog(self.log_path, autocheckpoint=False)  # see _checkpoint_until_stopped
-        try:
-            return log, GroupCoordinator(self.config, log, now_ms=now_ms)
-        except BaseException:
-            log.close()
-            raise
+    def _open_log(self) -> SqliteLog:
+        return SqliteLog(self.log_path, autocheckpoint=False)  # see _checkpoint_until_stopped
+
+    def _load_engine(self, now_ms: int) -> GroupCoordinator:
+        """A new engine over the log, its state replayed from it (worker thread)."""
+        assert self._log is not None
+        return GroupCoordinator(self.config, self._log, now_ms=now_ms)
 
     async def stop(self) -> None:
         """Stop serving: no more engine calls, events flushed to the history, log closed and
@@ -386,11 +432,15 @@ class CoordinatorRuntime:
             self._start_task.cancel()
             with contextlib.suppress(BaseException):
                 await self._start_task
-        was_ready, self._ready = self._ready, False
+        if self._reload_task is not None and not self._reload_task.done():
+            self._reload_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reload_task
+        self._ready = False
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if not was_ready:
+        if not self._started:
             return
         if self._coordinator is not None:
             self._coordinator.remove_listener(self._on_event)
@@ -465,12 +515,8 @@ class CoordinatorRuntime:
         started = time.perf_counter() if profile is not None else 0.0
         try:
             self.coordinator.advance(self._now())
-        except Exception:
-            # An engine bug: say so loudly, and try again in a second rather than spin.
-            logger.exception("coordinator: advance() failed")
-            assert self._loop is not None
-            self._armed_deadline = None
-            self._timer = self._loop.call_later(1.0, self._on_timer)
+        except Exception as exc:
+            self._engine_failed("advance", exc)
             return
         finally:
             if profile is not None:
@@ -482,7 +528,7 @@ class CoordinatorRuntime:
 
     def _check_serving(self) -> None:
         if not self._ready:
-            raise RuntimeNotReady("the coordinator runtime is not serving")
+            raise RuntimeNotReady(self._unavailable_reason())
         if threading.get_ident() != self._loop_thread:
             raise RuntimeNotReady(
                 "the coordinator runtime must be called on its event loop thread; "
@@ -500,11 +546,86 @@ class CoordinatorRuntime:
         started = time.perf_counter() if profile is not None else 0.0
         try:
             return self.coordinator.handle(request, self._now())
+        except Exception as exc:
+            self._engine_failed(f"handle({kind.__name__})", exc)
+            raise
         finally:
             if profile is not None:
                 profile.handle_calls += 1
                 profile.handle_s += time.perf_counter() - started
             self._rearm()
+
+    def _park(self, reply: Reply[Any], fail: Callable[[str], None]) -> None:
+        """Remember how to fail ``reply``'s waiter until the reply completes."""
+        key = object()
+        self._parked[key] = fail
+        reply.add_done_callback(lambda _: self._parked.pop(key, None))
+
+    # ---------------------------------------------------------------- engine faults
+
+    def _engine_failed(self, during: str, exc: Exception) -> None:
+        """An exception came out of the engine: stop serving, fail the parked replies, and
+        reload the engine from the log (the module docstring, "An engine fault")."""
+        if not self._ready:
+            return
+        self.engine_faults += 1
+        self.last_engine_fault = {"at_ms": self._now(), "during": during, "error": repr(exc)}
+        logger.critical(
+            "coordinator engine failed in %s; it stops serving and reloads its state from %s, "
+            "so that its state is again what the log replays to",
+            during,
+            self.log_path,
+            exc_info=exc,
+        )
+        self._ready = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._armed_deadline = None
+        if self._coordinator is not None:
+            self._coordinator.remove_listener(self._on_event)
+            self._coordinator = None
+        assert self._loop is not None
+        self._reload_task = self._loop.create_task(self._reload(), name="runtime-reload")
+        reason = self._unavailable_reason()
+        parked, self._parked = self._parked, {}
+        for fail in parked.values():
+            try:
+                fail(reason)
+            except Exception:
+                logger.exception("failing a parked reply failed")
+
+    async def _reload(self) -> None:
+        started = time.perf_counter()
+        backoff_s = 1.0
+        while True:
+            try:
+                coordinator = await asyncio.to_thread(self._load_engine, self._now())
+                break
+            except Exception as exc:
+                logger.error(
+                    "reloading the coordinator from %s failed (%s); trying again in %.0f s",
+                    self.log_path,
+                    exc,
+                    backoff_s,
+                )
+                assert self.last_engine_fault is not None
+                self.last_engine_fault["reload_error"] = repr(exc)
+                await asyncio.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, 30.0)
+        self._coordinator = coordinator
+        coordinator.add_listener(self._on_event)
+        self._ready = True
+        elapsed_ms = round((time.perf_counter() - started) * 1000)
+        assert self.last_engine_fault is not None
+        self.last_engine_fault["reloaded_in_ms"] = elapsed_ms
+        self._rearm()
+        logger.warning(
+            "coordinator reloaded from %s after an engine fault: %d groups in %d ms; serving",
+            self.log_path,
+            len(coordinator.group_ids()),
+            elapsed_ms,
+        )
 
     async def submit(self, request: Any) -> Any:
         """Handle one request and return its response (awaiting a parked JoinGroup/SyncGroup).
@@ -524,15 +645,29 @@ class CoordinatorRuntime:
             if not future.done():
                 future.set_result(response)
 
+        def fail(reason: str) -> None:
+            if not future.done():
+                future.set_exception(RuntimeNotReady(reason))
+
         reply.add_done_callback(done)
+        self._park(reply, fail)
         return await future
 
-    def submit_nowait(self, request: Any, callback: Callable[[Any], None]) -> None:
+    def submit_nowait(
+        self,
+        request: Any,
+        callback: Callable[[Any], None],
+        on_failure: Callable[[str], None] | None = None,
+    ) -> None:
         """Handle one request and call ``callback(response)`` when it is answered — maybe
         before this returns. For in-process clients (simulated consumers) that do not want a
-        task per request. An exception in ``callback`` is logged, never raised into the
-        engine."""
-        self._handle(request).add_done_callback(self._guarded(callback))
+        task per request. If the engine is dropped before a parked reply is answered (an
+        engine fault), ``on_failure(reason)`` is called instead. An exception in either is
+        logged, never raised into the engine."""
+        reply = self._handle(request)
+        reply.add_done_callback(self._guarded(callback))
+        if on_failure is not None and not reply.done:
+            self._park(reply, self._guarded(on_failure))
 
     def submit_threadsafe(self, request: Any) -> concurrent.futures.Future[Any]:
         """:meth:`submit` from any thread; a ``concurrent.futures.Future`` of the response."""
@@ -541,9 +676,9 @@ class CoordinatorRuntime:
         return asyncio.run_coroutine_threadsafe(self.submit(request), self._loop)
 
     def _guarded(self, callback: Callable[[Any], None]) -> Callable[[Any], None]:
-        def call(response: Any) -> None:
+        def call(argument: Any) -> None:
             try:
-                callback(response)
+                callback(argument)
             except Exception:
                 logger.exception("reply callback %r failed", callback)
 
@@ -597,6 +732,9 @@ class CoordinatorRuntime:
         self._check_serving()
         try:
             return self.coordinator.cleanup(self._now())
+        except Exception as exc:
+            self._engine_failed("cleanup", exc)
+            raise
         finally:
             self._rearm()
 
@@ -606,6 +744,9 @@ class CoordinatorRuntime:
         self._check_serving()
         try:
             return self.coordinator.trigger_rebalance(group_id, self._now())
+        except Exception as exc:
+            self._engine_failed("trigger_rebalance", exc)
+            raise
         finally:
             self._rearm()
 
@@ -736,7 +877,10 @@ def ensure_runtime_started() -> CoordinatorRuntime:
 
 
 async def get_runtime() -> CoordinatorRuntime:
-    """The process's runtime, started (created from settings and started on first use)."""
+    """The process's runtime, serving (created from settings and started on first use);
+    RuntimeNotReady while it reloads after an engine fault."""
     runtime = ensure_runtime_started()
     await runtime.start()
+    if not runtime.ready:
+        raise RuntimeNotReady(runtime._unavailable_reason())
     return runtime

@@ -54,8 +54,8 @@ class InProcessTransport:
 
     def send(self, request: Any, on_response: OnResponse, on_failure: OnFailure) -> None:
         try:
-            self.runtime.submit_nowait(request, on_response)
-        except Exception as exc:  # the runtime is stopping or not started
+            self.runtime.submit_nowait(request, on_response, on_failure)
+        except Exception as exc:  # the runtime is stopping, not started, or reloading
             on_failure(str(exc))
 
 

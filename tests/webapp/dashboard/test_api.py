@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,55 @@ async def test_healthz_is_ok_once_the_runtime_serves(
     await stable_group(ws)
     response = await http.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "groups": 1, "log_path": str(log_path)}
+    assert response.json() == {
+        "status": "ok",
+        "groups": 1,
+        "log_path": str(log_path),
+        "engine_faults": 0,
+    }
+
+
+async def test_healthz_says_recovering_while_the_engine_reloads_after_a_fault(
+    runtime: CoordinatorRuntime,
+    ws: Client,
+    http: AsyncClient,
+    log_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    await stable_group(ws)
+
+    def faulty(now_ms: int) -> None:
+        raise RuntimeError("injected engine fault")
+
+    # The reload waits until the test has looked (it runs in a worker thread).
+    reload_may_finish = threading.Event()
+    load = runtime._load_engine
+
+    def gated_load(now_ms: int) -> Any:
+        assert reload_may_finish.wait(timeout=10)
+        return load(now_ms)
+
+    monkeypatch.setattr(runtime, "_load_engine", gated_load)
+    monkeypatch.setattr(runtime.coordinator, "advance", faulty)
+    runtime.tick()
+    response = await http.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert (body["status"], body["engine_faults"]) == ("recovering", 1)
+    assert body["last_engine_fault"]["during"] == "advance"
+    assert "injected engine fault" in body["last_engine_fault"]["error"]
+    groups = await http.get("/api/groups")
+    assert groups.status_code == 503
+    assert "reloading" in groups.json()["error"]["message"]
+
+    reload_may_finish.set()
+    assert runtime.reload_task is not None
+    await runtime.reload_task
+    response = await http.get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["status"], body["groups"], body["engine_faults"]) == ("ok", 1, 1)
+    assert body["last_engine_fault"]["reloaded_in_ms"] >= 0
 
 
 async def test_healthz_says_starting_until_the_log_is_replayed(

@@ -243,3 +243,60 @@ async def test_events_sent_to_a_page_that_is_closing_are_dropped_quietly(
     assert len(refused) == 1  # the first refused batch marks the socket closed
     assert problems == []
     assert len(runtime._listeners) == listening
+
+
+async def test_a_feed_closes_with_4503_when_the_engine_is_reloaded_and_the_page_starts_over(
+    runtime: CoordinatorRuntime, ws: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an engine fault the engine is rebuilt from its log: a page may hold state the log
+    never had, so its feed closes; a new connection gets a snapshot of the reloaded engine."""
+    await stable_group(ws)
+    feed, _ = await open_feed("/ws/dashboard/groups/my-group/")
+    try:
+
+        def faulty(now_ms: int) -> None:
+            raise RuntimeError("injected engine fault")
+
+        monkeypatch.setattr(runtime.coordinator, "advance", faulty)
+        runtime.tick()
+        while True:  # offsets ticks may come first; the close follows within a tick
+            output = await feed.receive_output(timeout=3)
+            if output["type"] == "websocket.close":
+                break
+        assert output == {"type": "websocket.close", "code": 4503}
+    finally:
+        await feed.disconnect()
+    assert runtime.reload_task is not None
+    await runtime.reload_task
+    fresh, snapshot = await open_feed("/ws/dashboard/groups/my-group/")
+    try:
+        assert snapshot["group"]["state"] == "Stable"
+    finally:
+        await fresh.disconnect()
+
+
+async def test_the_overview_reads_the_history_through_channels_database_path(
+    runtime: CoordinatorRuntime, ws: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The feeds skip Channels' per-message close_old_connections (webapp.sockets): the
+    overview's query must run through ``channels.db.database_sync_to_async``, which closes
+    stale database connections (past CONN_MAX_AGE, or broken by a database restart) in the
+    worker thread before and after it. Observed on Channels' own class, which still runs."""
+    import channels.db
+
+    await stable_group(ws)
+    through_channels: list[str] = []
+    thread_handler = channels.db.DatabaseSyncToAsync.thread_handler
+
+    def observed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        through_channels.append(self.func.__name__)
+        return thread_handler(self, *args, **kwargs)
+
+    monkeypatch.setattr(channels.db.DatabaseSyncToAsync, "thread_handler", observed)
+    feed, snapshot = await open_feed("/ws/dashboard/groups/")
+    try:
+        assert [g["group_id"] for g in snapshot["groups"]] == ["my-group"]
+        assert snapshot["groups"][0]["rebalances"][-1] == 1
+        assert "rebalance_buckets" in through_channels
+    finally:
+        await feed.disconnect()

@@ -288,7 +288,12 @@ async def test_an_engine_failure_is_an_internal_error_reply_and_the_socket_carri
         "id": 3,
         "error": {"code": "internal_error", "message": "the coordinator failed on this request"},
     }
-    monkeypatch.undo()
+    # The runtime reloads the engine from its log; meanwhile requests are "unavailable".
+    assert runtime.recovering
+    await ws.send("ListGroups", {}, frame_id=4)
+    assert (await ws.recv())["error"]["code"] == "unavailable"
+    assert runtime.reload_task is not None
+    await runtime.reload_task
     assert await ws.call("ListGroups", {}) == {"error_code": 0, "groups": []}
 
 
