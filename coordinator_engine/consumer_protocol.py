@@ -61,6 +61,7 @@ read ConsumerProtocolSubscription v1 (which has no ``generation_id`` field)::
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -68,6 +69,9 @@ from dataclasses import dataclass
 from coordinator_engine.assignors._common import java_string_key
 
 #: The versions of ConsumerProtocolSubscription and ConsumerProtocolAssignment this module knows.
+#: The JoinGroup ``protocol_type`` of groups whose members speak this protocol.
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
 LOWEST_SUPPORTED_VERSION = 0
 HIGHEST_SUPPORTED_VERSION = 3
 
@@ -391,6 +395,26 @@ def decode_subscription(data: bytes | bytearray | memoryview) -> ConsumerProtoco
         generation_id=generation_id,
         rack_id=rack_id,
     )
+
+
+#: Subscriptions up to this size are remembered (at most 1,024 of them: 16 MiB at worst).
+_REMEMBERED_SUBSCRIPTION_BYTES = 16 * 1024
+
+
+def subscribed_topics(metadata: bytes) -> tuple[str, ...]:
+    """The topics a ConsumerProtocolSubscription names (raises ConsumerProtocolError).
+
+    Members send the same metadata rejoin after rejoin, and decoding all of them took ~9 of the
+    ~12 ms of the call that completes a 200-member join phase: small ones are remembered by
+    their bytes."""
+    if len(metadata) > _REMEMBERED_SUBSCRIPTION_BYTES:
+        return decode_subscription(metadata).topics
+    return _remembered_subscribed_topics(bytes(metadata))
+
+
+@functools.lru_cache(maxsize=1024)
+def _remembered_subscribed_topics(metadata: bytes) -> tuple[str, ...]:
+    return decode_subscription(metadata).topics
 
 
 def decode_assignment(data: bytes | bytearray | memoryview) -> ConsumerProtocolAssignment:

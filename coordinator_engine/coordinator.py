@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import Any, overload
 
 from .config import CoordinatorConfig
-from .consumer_protocol import ConsumerProtocolError, decode_assignment
+from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
 from .errors import (
     CoordinatorError,
     CoordinatorNotAvailableError,
@@ -67,7 +67,7 @@ from .events import (
     StateChanged,
     StaticMemberReplaced,
 )
-from .group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, GroupView, Member
+from .group import ClassicGroup, GroupView, Member
 from .hashing import partition_for
 from .log import LogAppendError, MemoryLog, RecordLog
 from .records import (

@@ -39,6 +39,15 @@ class Errors(enum.IntEnum):
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     UNSTABLE_OFFSET_COMMIT = 88
 
+    @classmethod
+    def name_of(cls, code: int) -> str:
+        """Kafka's name for ``code`` (``REBALANCE_IN_PROGRESS``), or ``error <code>`` for a code
+        this enum does not hold: a response's code in words, whatever the server sent."""
+        try:
+            return cls(code).name
+        except ValueError:
+            return f"error {code}"
+
 
 class CoordinatorError(Exception):
     """A request Kafka's coordinator would reject; `error_code` is what the response carries."""

@@ -9,38 +9,17 @@ deterministic. See docs/engine.md, "Deterministic choices".
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .consumer_protocol import ConsumerProtocolError, decode_subscription
+from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, subscribed_topics
 from .state import GroupState
 
 if TYPE_CHECKING:
     from .records import OffsetCommitValue
     from .reply import Reply
     from .responses import JoinGroupResponse, SyncGroupResponse
-
-CONSUMER_PROTOCOL_TYPE = "consumer"
-
-
-#: Subscriptions up to this size are remembered (at most 1,024 of them: 16 MiB at worst).
-_CACHED_METADATA_BYTES = 16 * 1024
-
-
-def _subscribed_topics(metadata: bytes) -> tuple[str, ...]:
-    """The topics a consumer subscription names (raises ConsumerProtocolError). Members send
-    the same metadata rejoin after rejoin, and decoding all of them took ~9 of the ~12 ms of
-    the call that completes a 200-member join phase: remembered by the metadata's bytes."""
-    if len(metadata) > _CACHED_METADATA_BYTES:
-        return decode_subscription(metadata).topics
-    return _remembered_subscribed_topics(metadata)
-
-
-@functools.lru_cache(maxsize=1024)
-def _remembered_subscribed_topics(metadata: bytes) -> tuple[str, ...]:
-    return decode_subscription(metadata).topics
 
 
 class Member:
@@ -270,7 +249,7 @@ class ClassicGroup:
         topics: set[str] = set()
         for member in self.members.values():
             try:
-                topics.update(_subscribed_topics(member.metadata(self.protocol_name)))
+                topics.update(subscribed_topics(member.metadata(self.protocol_name)))
             except (ConsumerProtocolError, KeyError):
                 return None
         return frozenset(topics)

@@ -77,6 +77,7 @@ from coordinator_engine.cluster import (
     MetadataRequest,
     MetadataResponse,
 )
+from coordinator_engine.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from coordinator_engine.errors import Errors
 from coordinator_engine.requests import (
     INT64_MAX,
@@ -119,7 +120,6 @@ from .events import (
     RebalanceStarted,
 )
 from .protocol import (
-    CONSUMER_PROTOCOL_TYPE,
     AssignorState,
     assign,
     assigned_partitions,
@@ -948,12 +948,12 @@ class GroupClient:
                 )
             self._request_rejoin("JoinGroup answered UNKNOWN_MEMBER_ID", wait_for_poll=False)
         elif error in (Errors.REBALANCE_IN_PROGRESS, Errors.ILLEGAL_GENERATION):
-            self._request_rejoin(f"JoinGroup answered {Errors(error).name}", wait_for_poll=False)
+            self._request_rejoin(f"JoinGroup answered {Errors.name_of(error)}", wait_for_poll=False)
         elif error in _COORDINATOR_ERRORS:
-            self._mark_coordinator_unknown(f"JoinGroup answered {Errors(error).name}", now)
+            self._mark_coordinator_unknown(f"JoinGroup answered {Errors.name_of(error)}", now)
             self._request_rejoin(self._rejoin.reason, wait_for_poll=False, backoff=True)
         elif error in _FATAL_JOIN_ERRORS:
-            self._fail_fatally(error, f"JoinGroup answered {_error_name(error)}")
+            self._fail_fatally(error, f"JoinGroup answered {Errors.name_of(error)}")
         else:
             self._request_rejoin(self._rejoin.reason, wait_for_poll=False, backoff=True)
 
@@ -1052,7 +1052,7 @@ class GroupClient:
         elif error == Errors.REBALANCE_IN_PROGRESS:
             self._request_rejoin("the group began another rebalance", wait_for_poll=False)
         elif error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION):
-            reason = f"SyncGroup answered {Errors(error).name}"
+            reason = f"SyncGroup answered {Errors.name_of(error)}"
             if flight.generation == self._generation:
                 self._reset_generation(
                     reason,
@@ -1061,10 +1061,10 @@ class GroupClient:
                 )
             self._request_rejoin(reason, wait_for_poll=False)
         elif error in _COORDINATOR_ERRORS:
-            self._mark_coordinator_unknown(f"SyncGroup answered {Errors(error).name}", now)
+            self._mark_coordinator_unknown(f"SyncGroup answered {Errors.name_of(error)}", now)
             self._request_rejoin(self._rejoin.reason, wait_for_poll=False, backoff=True)
         elif error in (Errors.FENCED_INSTANCE_ID, Errors.GROUP_AUTHORIZATION_FAILED):
-            self._fail_fatally(error, f"SyncGroup answered {_error_name(error)}")
+            self._fail_fatally(error, f"SyncGroup answered {Errors.name_of(error)}")
         else:
             self._request_rejoin(self._rejoin.reason, wait_for_poll=False, backoff=True)
 
@@ -1206,7 +1206,7 @@ class GroupClient:
             if flight.generation != self._generation:
                 return  # an answer about an older generation
             self._reset_generation(
-                f"Heartbeat answered {Errors(error).name}",
+                f"Heartbeat answered {Errors.name_of(error)}",
                 reset_member_id=error != Errors.ILLEGAL_GENERATION,
                 wait_for_poll=True,
             )
@@ -1217,7 +1217,7 @@ class GroupClient:
                     "instance with the same group.instance.id",
                 )
         elif error in _COORDINATOR_ERRORS:
-            self._mark_coordinator_unknown(f"Heartbeat answered {Errors(error).name}", now)
+            self._mark_coordinator_unknown(f"Heartbeat answered {Errors.name_of(error)}", now)
             t.heartbeat_due_ms = self._backoff(now)
         elif error == Errors.GROUP_AUTHORIZATION_FAILED:
             self._fail_fatally(error, "Heartbeat answered GROUP_AUTHORIZATION_FAILED")
@@ -1307,7 +1307,7 @@ class GroupClient:
         if error == _NONE:
             self._emit(CommitCompleted(at_ms=now, offsets=dict(batch.offsets), auto=batch.auto))
             return
-        name = _error_name(error)
+        name = Errors.name_of(error)
         if error in _COORDINATOR_ERRORS:
             self._mark_coordinator_unknown(f"OffsetCommit answered {name}", now)
             self._retry_commit(batch, now)
@@ -1351,7 +1351,7 @@ class GroupClient:
         if response.error_code != _NONE:
             if response.error_code in _COORDINATOR_ERRORS:
                 self._mark_coordinator_unknown(
-                    f"OffsetFetch answered {_error_name(response.error_code)}", now
+                    f"OffsetFetch answered {Errors.name_of(response.error_code)}", now
                 )
             self._timers.fetch_retry_ms = self._backoff(now)
             return
@@ -1445,10 +1445,3 @@ class GroupClient:
         self._closed = True
         self._closing = False
         self._emit(FatalError(at_ms=now, error_code=int(error), reason=reason))
-
-
-def _error_name(code: int) -> str:
-    try:
-        return Errors(code).name
-    except ValueError:
-        return f"error {code}"

@@ -44,9 +44,6 @@ from coordinator_engine.consumer_protocol import (
 from coordinator_engine.requests import Assignment, Protocol
 from coordinator_engine.responses import JoinGroupMember
 
-#: The protocol type of every consumer group.
-CONSUMER_PROTOCOL_TYPE = "consumer"
-
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AssignorState:

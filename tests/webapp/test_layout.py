@@ -3,7 +3,9 @@
     dashboard ─► simulation ─► transports ─► runtime ─► coordinator_engine
 
 (``management`` and the project's root modules may import any of them). A module that imports
-against the flow fails here, with the offending import named."""
+against the flow fails here, with the offending import named. And each of the engine's and the
+web host's shared names is written once: the consumer protocol type, an error code's name,
+the decoding of subscribed topics, ``TopicPartition``."""
 
 from __future__ import annotations
 
@@ -63,3 +65,76 @@ def test_no_module_of_webapp_is_named_after_a_kafka_word_it_does_not_mean() -> N
     which one."""
     names = {path.stem for path in WEBAPP.rglob("*.py")}
     assert names.isdisjoint({"consumers", "protocol", "views", "feed"})
+
+
+# -- one of each ----------------------------------------------------------------------------------
+
+SOURCES = sorted([*(ROOT / "coordinator_engine").rglob("*.py"), *WEBAPP.rglob("*.py")])
+
+
+def where(predicate: object) -> list[str]:
+    """Modules (relative paths) with a node for which ``predicate(node)`` is true."""
+    found = []
+    for path in SOURCES:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if any(predicate(node) for node in ast.walk(tree)):  # type: ignore[operator]
+            found.append(str(path.relative_to(ROOT)))
+    return found
+
+
+def assigns(name: str) -> object:
+    def predicate(node: ast.AST) -> bool:
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
+        defines = isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == name
+        return defines or any(isinstance(t, ast.Name) and t.id == name for t in targets)
+
+    return predicate
+
+
+def calls(name: str) -> object:
+    def predicate(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and (
+            (isinstance(node.func, ast.Name) and node.func.id == name)
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == name)
+        )
+
+    return predicate
+
+
+def test_the_consumer_protocol_type_is_defined_once() -> None:
+    assert where(assigns("CONSUMER_PROTOCOL_TYPE")) == ["coordinator_engine/consumer_protocol.py"]
+
+
+def test_topic_partition_means_the_engines_dataclass_only() -> None:
+    assert where(assigns("TopicPartition")) == ["coordinator_engine/requests.py"]
+
+
+def test_error_codes_are_named_in_one_place() -> None:
+    """``Errors.name_of`` (unknown codes included); ``Errors(code).name`` raised on a code the
+    enum does not hold."""
+
+    def names_an_errors_call(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr == "name"
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id == "Errors"
+        )
+
+    assert where(names_an_errors_call) == []
+
+
+def test_subscribed_topics_are_decoded_in_one_place() -> None:
+    """``consumer_protocol.subscribed_topics`` (remembered); the client's assignors alone read
+    the whole subscription (owned partitions, user data)."""
+    assert where(calls("decode_subscription")) == [
+        "coordinator_engine/client/protocol.py",
+        "coordinator_engine/consumer_protocol.py",
+    ]

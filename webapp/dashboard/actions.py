@@ -59,10 +59,6 @@ class Refused(Exception):
         self.status = status
 
 
-def _errors(code: int) -> str:
-    return Errors(code).name
-
-
 def _str(body: dict[str, Any], name: str, *, required: bool = True) -> str:
     value = body.get(name)
     if value is None and not required:
@@ -101,7 +97,7 @@ async def rebalance(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcom
         raise Refused(409, f"group {group_id!r} is already preparing a rebalance")
     if code == Errors.GROUP_ID_NOT_FOUND:
         raise Refused(409, f"group {group_id!r} is {view.state.value}: it has no members")
-    raise Refused(409, f"the coordinator refused: {_errors(code)}")
+    raise Refused(409, f"the coordinator refused: {Errors.name_of(code)}")
 
 
 async def remove_member(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:
@@ -116,7 +112,7 @@ async def remove_member(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Ou
     response = await runtime.submit(LeaveGroupRequest(group_id=group_id, members=(identity,)))
     code = response.error_code or (response.members[0].error_code if response.members else 0)
     if code:
-        raise Refused(409, f"the coordinator refused the LeaveGroup: {_errors(code)}")
+        raise Refused(409, f"the coordinator refused the LeaveGroup: {Errors.name_of(code)}")
     return Outcome(True, f"{member_id} was removed from {group_id!r}; the group rebalances")
 
 
@@ -190,7 +186,7 @@ async def delete_group(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Out
     if code == Errors.GROUP_ID_NOT_FOUND:
         raise Refused(404, f"GROUP_ID_NOT_FOUND: there is no group {group_id!r}")
     if code:
-        raise Refused(409, f"the coordinator refused: {_errors(code)}")
+        raise Refused(409, f"the coordinator refused: {Errors.name_of(code)}")
     return Outcome(True, f"group {group_id!r} was deleted (its offsets with it)")
 
 
@@ -221,7 +217,7 @@ async def reset_offsets(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Ou
             offset = 0 if to == "earliest" else end if to == "latest" else min(max(to, 0), end)
             offsets.append(PartitionOffset(topic=topic, partition=partition, offset=offset))
     response = await runtime.submit(OffsetCommitRequest(group_id=group_id, offsets=tuple(offsets)))
-    failed = sorted({_errors(p.error_code) for p in response.partitions if p.error_code})
+    failed = sorted({Errors.name_of(p.error_code) for p in response.partitions if p.error_code})
     if failed:
         raise Refused(409, f"the coordinator refused the commit: {', '.join(failed)}")
     return Outcome(
@@ -241,9 +237,9 @@ async def delete_offsets(runtime: CoordinatorRuntime, body: dict[str, Any]) -> O
         partitions=tuple(TopicPartition(topic=t, partition=p) for t, p in chosen),
     )
     response = await runtime.submit(request)
-    failed = sorted({_errors(p.error_code) for p in response.partitions if p.error_code})
+    failed = sorted({Errors.name_of(p.error_code) for p in response.partitions if p.error_code})
     if response.error_code or failed:
-        codes = [_errors(response.error_code)] if response.error_code else failed
+        codes = [Errors.name_of(response.error_code)] if response.error_code else failed
         raise Refused(409, f"the coordinator refused: {', '.join(codes)}")
     return Outcome(True, f"deleted the offsets of {len(chosen)} partitions of {group_id!r}")
 

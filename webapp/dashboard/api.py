@@ -17,9 +17,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from coordinator_engine import GroupView, MemberView
 from coordinator_engine.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
     ConsumerProtocolError,
     decode_assignment,
-    decode_subscription,
+    subscribed_topics,
 )
 from coordinator_engine.records import OffsetCommitValue
 from webapp.runtime.coordinator_runtime import (
@@ -39,7 +40,6 @@ from webapp.simulation.manager import ACTIONS, SimulationError, simulation_for, 
 
 from .access import api_view
 
-CONSUMER_PROTOCOL_TYPE = "consumer"
 EVENTS_PAGE_DEFAULT = 1000
 EVENTS_PAGE_MAX = 10_000
 
@@ -118,7 +118,7 @@ def _subscribed_topics(member: MemberView, consumer: bool) -> list[str] | None:
     if not consumer:
         return None
     try:
-        return sorted(decode_subscription(member.metadata).topics)
+        return sorted(subscribed_topics(member.metadata))
     except ConsumerProtocolError:
         return None
 

@@ -36,6 +36,7 @@ import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from coordinator_engine.assignors import TopicPartitionPair
 from coordinator_engine.client import (
     ClientEvent,
     ConsumerConfig,
@@ -49,7 +50,7 @@ from coordinator_engine.client import (
 )
 
 from .client_driver import ClientDriver, InProcessTransport
-from .fetcher import Fetcher, TopicPartition
+from .fetcher import Fetcher
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +232,7 @@ class SimulatedConsumer:
         if gone:
             self.fetcher.revoke(gone)
         positions = client.positions
-        new: dict[TopicPartition, int] = {}
+        new: dict[TopicPartitionPair, int] = {}
         for tp in owned - current:
             position = positions.get(tp)
             if position is None:
@@ -252,7 +253,7 @@ class SimulatedConsumer:
             self.stats.history.append(f"{event.type} {event.to_json()}")
             del self.stats.history[:-20]
 
-    def _fetch(self, asked: list[tuple[TopicPartition, int]]) -> dict[TopicPartition, int]:
+    def _fetch(self, asked: list[tuple[TopicPartitionPair, int]]) -> dict[TopicPartitionPair, int]:
         now = self.runtime.now_ms()
         limit = self.spec.max_partition_fetch_records
         out = {}

@@ -26,10 +26,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-TopicPartition = tuple[str, int]
+from coordinator_engine.assignors import TopicPartitionPair
+
 #: The broker: for each partition asked (with the offset to fetch from), the end offset of the
 #: data it returns (absent or equal to the start: no data for that partition).
-Broker = Callable[[list[tuple[TopicPartition, int]]], Mapping[TopicPartition, int]]
+Broker = Callable[[list[tuple[TopicPartitionPair, int]]], Mapping[TopicPartitionPair, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,7 @@ class _CompletedFetch:
 
     __slots__ = ("end", "next", "tp")
 
-    def __init__(self, tp: TopicPartition, start: int, end: int) -> None:
+    def __init__(self, tp: TopicPartitionPair, start: int, end: int) -> None:
         self.tp = tp
         self.next = start
         self.end = end
@@ -61,16 +62,16 @@ class Fetcher:
             raise ValueError(f"max_poll_records must be >= 1, got {max_poll_records}")
         self._broker = broker
         self.max_poll_records = max_poll_records
-        self._queue: list[TopicPartition] = []  # the partition queue (assignment order)
-        self._positions: dict[TopicPartition, int] = {}  # next offset to hand out
-        self._fetch_offsets: dict[TopicPartition, int] = {}  # next offset to fetch
+        self._queue: list[TopicPartitionPair] = []  # the partition queue (assignment order)
+        self._positions: dict[TopicPartitionPair, int] = {}  # next offset to hand out
+        self._fetch_offsets: dict[TopicPartitionPair, int] = {}  # next offset to fetch
         self._completed: deque[_CompletedFetch] = deque()
-        self._buffered: set[TopicPartition] = set()
-        self.paused: set[TopicPartition] = set()
+        self._buffered: set[TopicPartitionPair] = set()
+        self.paused: set[TopicPartitionPair] = set()
 
     # -- assignment ---------------------------------------------------------------------------
 
-    def assign(self, positions: Mapping[TopicPartition, int]) -> None:
+    def assign(self, positions: Mapping[TopicPartitionPair, int]) -> None:
         """Add partitions at the given positions (the committed offsets, or the reset ones)."""
         for tp, offset in positions.items():
             if tp not in self._positions:
@@ -79,7 +80,7 @@ class Fetcher:
             self._fetch_offsets[tp] = offset
             self._drop_buffer(tp)
 
-    def revoke(self, partitions: Iterable[TopicPartition]) -> None:
+    def revoke(self, partitions: Iterable[TopicPartitionPair]) -> None:
         """Forget partitions, and whatever was fetched for them but not handed out."""
         for tp in partitions:
             if tp in self._positions:
@@ -88,24 +89,24 @@ class Fetcher:
                 del self._fetch_offsets[tp]
                 self._drop_buffer(tp)
 
-    def _drop_buffer(self, tp: TopicPartition) -> None:
+    def _drop_buffer(self, tp: TopicPartitionPair) -> None:
         if tp in self._buffered:
             self._completed = deque(c for c in self._completed if c.tp != tp)
             self._buffered.discard(tp)
 
     @property
-    def assignment(self) -> list[TopicPartition]:
+    def assignment(self) -> list[TopicPartitionPair]:
         """The partition queue, in fetch order."""
         return list(self._queue)
 
     @property
-    def positions(self) -> dict[TopicPartition, int]:
+    def positions(self) -> dict[TopicPartitionPair, int]:
         """Next offset the application will receive, per partition (what it commits)."""
         return dict(self._positions)
 
     # -- fetching -----------------------------------------------------------------------------
 
-    def fetchable(self) -> list[TopicPartition]:
+    def fetchable(self) -> list[TopicPartitionPair]:
         return [tp for tp in self._queue if tp not in self._buffered and tp not in self.paused]
 
     def send_fetches(self) -> int:

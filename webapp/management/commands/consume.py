@@ -125,12 +125,7 @@ def line(event: str, **fields: Any) -> str:
 
 
 def _error_name(code: int | None) -> str:
-    if code is None:
-        return "none"
-    try:
-        return Errors(code).name
-    except ValueError:
-        return str(code)
+    return "none" if code is None else Errors.name_of(code)
 
 
 class EventLines:
