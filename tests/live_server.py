@@ -55,15 +55,7 @@ class LiveServer:
 
     def start(self, *options: str) -> None:
         """Start serving (``options`` go to ``serve``) and wait until /healthz says ok."""
-        command = [sys.executable, "manage.py", "serve", "--port", str(self.port), "-v", "0"]
-        with self.output.open("ab") as out:
-            self.process = subprocess.Popen(
-                [*command, *options],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+        self.spawn("manage.py", "serve", "--port", str(self.port), "-v", "0", *options)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.output.read_text()
@@ -74,6 +66,17 @@ class LiveServer:
                 pass
             time.sleep(0.05)
         raise AssertionError(f"serve did not become healthy:\n{self.output.read_text()}")
+
+    def spawn(self, *arguments: str) -> None:
+        """Run ``python arguments...`` as this server, its output appended to ``output``."""
+        with self.output.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, *arguments],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
 
     def get(self, path: str) -> Any:
         with urllib.request.urlopen(self.url + path, timeout=5) as response:

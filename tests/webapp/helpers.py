@@ -9,6 +9,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from channels.testing import WebsocketCommunicator
 
 from coordinator_engine import (
@@ -16,6 +17,7 @@ from coordinator_engine import (
     CoordinatorConfig,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
+    GroupCoordinator,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -209,3 +211,19 @@ async def commit_offsets(
         "OffsetCommit",
         {"group_id": group_id, "generation_id": 1, "member_id": member_id, "offsets": offsets},
     )
+
+
+def inject_engine_fault(
+    monkeypatch: pytest.MonkeyPatch, runtime: CoordinatorRuntime, method: str
+) -> GroupCoordinator:
+    """Make the runtime's engine's ``method`` change its state in a way no record says (every
+    group forgotten), then raise: a bug, as the runtime sees one. The engine, to tell it from
+    the one the runtime reloads."""
+    engine = runtime.coordinator
+
+    def faulty(*args: Any, **kwargs: Any) -> Any:
+        engine._groups.clear()  # drift: the log still holds every group
+        raise RuntimeError("injected engine fault")
+
+    monkeypatch.setattr(engine, method, faulty)
+    return engine

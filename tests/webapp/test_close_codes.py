@@ -10,8 +10,6 @@ docs/dashboard.md), and the server's output has no traceback.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import urllib.error
 from collections.abc import Iterator
@@ -125,26 +123,12 @@ def unstartable(tmp_path: Path) -> Iterator[LiveServer]:
     log_dir.mkdir()
     server = LiveServer(tmp_path, REBALANCE_LAB_LOG_PATH=str(log_dir))
     server.manage("migrate", "-v", "0")
-    with server.output.open("ab") as out:
-        server.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(server.port),
-                "webapp.asgi:application",
-            ],
-            cwd=ROOT,
-            env=server.env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    daphne = ("-m", "daphne", "-b", "127.0.0.1", "-p", str(server.port))
+    server.spawn(*daphne, "webapp.asgi:application")
     try:
         deadline = time.monotonic() + 30
         while True:
+            assert server.process is not None
             assert server.process.poll() is None, server.output.read_text()
             try:
                 server.get("/healthz")

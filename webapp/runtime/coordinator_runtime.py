@@ -74,7 +74,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from channels import DEFAULT_CHANNEL_LAYER
@@ -127,6 +127,7 @@ __all__ = [
 ]
 
 Listener = Callable[[SequencedEvent], None]
+T = TypeVar("T")
 
 #: This process's node id in FindCoordinator answers.
 NODE_ID = 0
@@ -729,23 +730,24 @@ class CoordinatorRuntime:
     def cleanup(self) -> CleanupResult:
         """Kafka's periodic offset expiry and group cleanup, now (for Celery beat's control
         message or an admin action)."""
-        self._check_serving()
-        try:
-            return self.coordinator.cleanup(self._now())
-        except Exception as exc:
-            self._engine_failed("cleanup", exc)
-            raise
-        finally:
-            self._rearm()
+        return self._call_engine("cleanup", lambda engine, now: engine.cleanup(now))
 
     def trigger_rebalance(self, group_id: str) -> Errors:
         """Start a rebalance of a group with members (the dashboard's staff action;
         ``GroupCoordinator.trigger_rebalance``)."""
+        return self._call_engine(
+            "trigger_rebalance", lambda engine, now: engine.trigger_rebalance(group_id, now)
+        )
+
+    def _call_engine(self, during: str, call: Callable[[GroupCoordinator, int], T]) -> T:
+        """``call(engine, now_ms)`` as every engine call is made: only while serving, a fault
+        reloading the engine, the timer re-armed after. (``_handle`` and ``tick``, the hot
+        paths, do the same inline, with the profile's counters.)"""
         self._check_serving()
         try:
-            return self.coordinator.trigger_rebalance(group_id, self._now())
+            return call(self.coordinator, self._now())
         except Exception as exc:
-            self._engine_failed("trigger_rebalance", exc)
+            self._engine_failed(during, exc)
             raise
         finally:
             self._rearm()

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from django.test import AsyncClient
 
-from tests.webapp.helpers import START_MS, Client, commit_offsets, stable_group, subscription
+from tests.webapp.helpers import (
+    START_MS,
+    Client,
+    commit_offsets,
+    inject_engine_fault,
+    stable_group,
+    subscription,
+)
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, ManualClock, install_runtime
 
 pytestmark = pytest.mark.asyncio
@@ -50,9 +57,6 @@ async def test_healthz_says_recovering_while_the_engine_reloads_after_a_fault(
 ) -> None:
     await stable_group(ws)
 
-    def faulty(now_ms: int) -> None:
-        raise RuntimeError("injected engine fault")
-
     # The reload waits until the test has looked (it runs in a worker thread).
     reload_may_finish = threading.Event()
     load = runtime._load_engine
@@ -62,7 +66,7 @@ async def test_healthz_says_recovering_while_the_engine_reloads_after_a_fault(
         return load(now_ms)
 
     monkeypatch.setattr(runtime, "_load_engine", gated_load)
-    monkeypatch.setattr(runtime.coordinator, "advance", faulty)
+    inject_engine_fault(monkeypatch, runtime, "advance")
     runtime.tick()
     response = await http.get("/healthz")
     assert response.status_code == 503

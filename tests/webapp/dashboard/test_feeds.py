@@ -13,7 +13,13 @@ from autobahn.exception import Disconnected
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient
 
-from tests.webapp.helpers import Client, commit_offsets, join_new_member, stable_group
+from tests.webapp.helpers import (
+    Client,
+    commit_offsets,
+    inject_engine_fault,
+    join_new_member,
+    stable_group,
+)
 from webapp.asgi import application
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, ManualClock
 
@@ -253,11 +259,7 @@ async def test_a_feed_closes_with_4503_when_the_engine_is_reloaded_and_the_page_
     await stable_group(ws)
     feed, _ = await open_feed("/ws/dashboard/groups/my-group/")
     try:
-
-        def faulty(now_ms: int) -> None:
-            raise RuntimeError("injected engine fault")
-
-        monkeypatch.setattr(runtime.coordinator, "advance", faulty)
+        inject_engine_fault(monkeypatch, runtime, "advance")
         runtime.tick()
         while True:  # offsets ticks may come first; the close follows within a tick
             output = await feed.receive_output(timeout=3)

@@ -27,6 +27,7 @@ from tests.webapp.helpers import (
     SESSION_MS,
     TEST_CONFIG,
     Client,
+    inject_engine_fault,
     join_new_member,
     stable_group,
     subscription,
@@ -54,20 +55,6 @@ def replayed(runtime: CoordinatorRuntime, now_ms: int) -> GroupCoordinator:
     return GroupCoordinator(TEST_CONFIG, MemoryLog(runtime._log.read()), now_ms=now_ms)  # type: ignore[union-attr]
 
 
-def inject_fault(
-    monkeypatch: pytest.MonkeyPatch, runtime: CoordinatorRuntime, method: str
-) -> GroupCoordinator:
-    """Make the engine's ``method`` change its state in a way no record says, then raise."""
-    engine = runtime.coordinator
-
-    def faulty(*args: Any, **kwargs: Any) -> Any:
-        engine._groups.clear()  # drift: the log still holds every group
-        raise RuntimeError("injected engine fault")
-
-    monkeypatch.setattr(engine, method, faulty)
-    return engine
-
-
 async def test_a_fault_in_advance_reloads_the_engine_from_its_log_and_fails_parked_replies(
     runtime: CoordinatorRuntime,
     ws: Client,
@@ -88,7 +75,7 @@ async def test_a_fault_in_advance_reloads_the_engine_from_its_log_and_fails_park
     assert runtime.group(GROUP).state is GroupState.PREPARING_REBALANCE  # type: ignore[union-attr]
     assert not parked.done() and answers == []
 
-    broken = inject_fault(monkeypatch, runtime, "advance")
+    broken = inject_engine_fault(monkeypatch, runtime, "advance")
     with caplog.at_level(logging.WARNING, logger="webapp.runtime.coordinator_runtime"):
         clock.advance(1)
         runtime.tick()
@@ -139,7 +126,7 @@ async def test_a_fault_in_handle_fails_that_request_and_the_runtime_reloads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     leader = await stable_group(ws)
-    inject_fault(monkeypatch, runtime, "handle")
+    inject_engine_fault(monkeypatch, runtime, "handle")
     heartbeat = HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=leader)
     with pytest.raises(RuntimeError, match="injected engine fault"):
         await runtime.submit(heartbeat)
@@ -169,7 +156,7 @@ async def test_a_reload_that_fails_is_tried_again(
         return load(now_ms)
 
     monkeypatch.setattr(runtime, "_load_engine", flaky_load)
-    inject_fault(monkeypatch, runtime, "trigger_rebalance")
+    inject_engine_fault(monkeypatch, runtime, "trigger_rebalance")
     with pytest.raises(RuntimeError, match="injected"):
         runtime.trigger_rebalance(GROUP)
     assert runtime.reload_task is not None
@@ -184,7 +171,7 @@ async def test_a_runtime_stopped_while_reloading_stops_cleanly(
     runtime: CoordinatorRuntime, ws: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await stable_group(ws)
-    inject_fault(monkeypatch, runtime, "cleanup")
+    inject_engine_fault(monkeypatch, runtime, "cleanup")
     with pytest.raises(RuntimeError, match="injected"):
         runtime.cleanup()
     await runtime.stop()
