@@ -123,6 +123,9 @@ class _Feed(SocketOnly, AsyncWebsocketConsumer):
             return
         await self.accept()
         await self.prepare()
+        if not self.runtime.ready:  # an engine fault while prepare() awaited
+            await self.close(code=CLOSE_RUNTIME_UNAVAILABLE)
+            return
         # From here to the snapshot's send, one step: every event the runtime emitted before
         # it is reflected in the snapshot, every later one lands in the outbox.
         self.runtime.add_listener(self._on_event)
