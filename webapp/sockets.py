@@ -11,10 +11,15 @@ HTTP status that means the same (docs/protocol.md and docs/dashboard.md list the
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from autobahn.exception import Disconnected
 from channels.exceptions import StopConsumer
+
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, get_runtime
+
+logger = logging.getLogger(__name__)
 
 #: Sign in first (the dashboard's feeds, with ``REBALANCE_LAB_ANONYMOUS_READ`` off).
 CLOSE_LOGIN_REQUIRED = 4401
@@ -49,6 +54,8 @@ class SocketOnly:
 
     #: The socket is closed: websocket.disconnect came, or a send found it closing.
     socket_closed = False
+    #: The process's coordinator runtime (``connect_runtime``).
+    runtime: CoordinatorRuntime
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         self.scope = scope
@@ -77,6 +84,24 @@ class SocketOnly:
             await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
         except Disconnected:
             self.socket_closed = True
+
+    async def connect_runtime(self) -> bool:
+        """From ``connect``: True with the process's runtime in ``self.runtime``; or, when it
+        cannot serve, False with the socket refused with 4503 (the cause is logged once, by
+        the runtime; here one line per refused socket)."""
+        try:
+            self.runtime = await get_runtime()
+        except Exception as exc:
+            logger.warning(
+                "%s %s closed with %d: the coordinator runtime is not available (%s)",
+                type(self).__name__,
+                self.scope.get("client"),
+                CLOSE_RUNTIME_UNAVAILABLE,
+                exc,
+            )
+            await self.refuse(CLOSE_RUNTIME_UNAVAILABLE)
+            return False
+        return True
 
     async def refuse(self, code: int) -> None:
         """Turn the connection away with ``code``, from ``connect``: the handshake is accepted

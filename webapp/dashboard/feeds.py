@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,7 +20,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from webapp.models import GroupEvent
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, get_runtime
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 from webapp.runtime.events import SequencedEvent
 from webapp.sockets import (
     CLOSE_FOREIGN_ORIGIN,
@@ -32,9 +31,6 @@ from webapp.sockets import (
 
 from .access import may_read
 from .api import group_detail_json, group_summary, log_end_offsets, total_lag
-
-logger = logging.getLogger(__name__)
-
 
 OFFSETS_INTERVAL_S = 1.0
 LAG_INTERVAL_S = 2.0
@@ -98,8 +94,6 @@ class _Feed(SocketOnly, AsyncWebsocketConsumer):
     Channels' dispatch), ~100 ms at the median under churn; docs/dashboard.md.
     """
 
-    runtime: CoordinatorRuntime
-
     async def connect(self) -> None:
         self._tasks: list[asyncio.Task[None]] = []
         self._subscribed = False
@@ -111,15 +105,7 @@ class _Feed(SocketOnly, AsyncWebsocketConsumer):
         if not may_read(self.scope.get("user")):
             await self.refuse(CLOSE_LOGIN_REQUIRED)
             return
-        try:
-            self.runtime = await get_runtime()
-        except Exception as exc:  # its cause is logged once, by the runtime
-            logger.warning(
-                "dashboard feed closed with %d: the coordinator runtime is not available (%s)",
-                CLOSE_RUNTIME_UNAVAILABLE,
-                exc,
-            )
-            await self.refuse(CLOSE_RUNTIME_UNAVAILABLE)
+        if not await self.connect_runtime():
             return
         await self.accept()
         await self.prepare()

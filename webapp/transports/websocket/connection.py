@@ -24,9 +24,8 @@ from typing import Any
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from coordinator_engine import JoinGroupRequest
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, RuntimeNotReady, get_runtime
+from webapp.runtime.coordinator_runtime import RuntimeNotReady
 from webapp.sockets import (
-    CLOSE_RUNTIME_UNAVAILABLE,
     CLOSE_TOO_MANY_MALFORMED_FRAMES,
     SocketOnly,
 )
@@ -42,20 +41,8 @@ class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
     FLOOD_LIMIT = 200
     FLOOD_WINDOW_S = 10.0
 
-    runtime: CoordinatorRuntime
-
     async def connect(self) -> None:
-        try:
-            self.runtime = await get_runtime()
-        except Exception as exc:  # its cause is logged once, by the runtime
-            logger.warning(
-                "websocket consumer %s closed with %d: the coordinator runtime is not available "
-                "(%s)",
-                self.scope.get("client"),
-                CLOSE_RUNTIME_UNAVAILABLE,
-                exc,
-            )
-            await self.refuse(CLOSE_RUNTIME_UNAVAILABLE)
+        if not await self.connect_runtime():
             return
         self._tasks: set[asyncio.Task[None]] = set()
         self._malformed: deque[float] = deque()
