@@ -117,6 +117,10 @@ class MemoryLog:
         # A snapshot, so that replaying while appending sees a consistent prefix.
         return iter(list(self.entries))
 
+    def count(self) -> int:
+        """How many entries the log holds."""
+        return len(self.entries)
+
     def compact(self) -> int:
         """Compact as :func:`compacted` describes; returns how many entries were dropped."""
         before = len(self.entries)
@@ -252,23 +256,69 @@ class SqliteLog:
         """Compact as :func:`compacted` describes, in one transaction; returns how many
         entries were dropped. Raises LogAppendError if SQLite fails (nothing is dropped).
 
-        The file does not shrink: SQLite reuses the freed pages for later appends.
+        The file does not shrink: SQLite reuses the freed pages for later appends. An owner
+        that must not stop for the whole of it (the runtime, whose appends wait meanwhile)
+        calls :meth:`compaction_plan` from a worker thread and :meth:`drop` in slices.
         """
+        return self.drop(self.compaction_plan())
+
+    def count(self) -> int:
+        """How many entries the log holds."""
+        try:
+            (n,) = self._conn.execute("SELECT COUNT(*) FROM records").fetchone()
+        except sqlite3.Error as exc:
+            raise LogAppendError(f"{self.path}: counting the records failed: {exc}") from exc
+        return int(n)
+
+    def compaction_plan(self) -> list[int]:
+        """The offsets of the entries compaction drops, ascending: every entry that a later
+        entry of its key supersedes, and every tombstone that is the latest of its key.
+
+        Read-only, on a connection of its own, so callable from any thread while the owner
+        appends (WAL readers and the writer do not wait for each other); it sees the log as
+        it was when it started. The plan stays right however much is appended afterwards:
+        appends only add later entries, which can supersede more but never bring back what
+        the plan drops. Raises LogAppendError when SQLite fails.
+        """
+        try:
+            uri = f"file:{urllib.parse.quote(self.path)}?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise LogAppendError(f"{self.path}: planning compaction failed: {exc}") from exc
+        try:
+            rows = conn.execute(
+                'WITH latest AS (SELECT key, MAX("offset") AS last FROM records GROUP BY key)'
+                ' SELECT r."offset" FROM records AS r JOIN latest AS l ON r.key = l.key'
+                ' WHERE r."offset" < l.last OR r.value IS NULL ORDER BY r."offset"'
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise LogAppendError(f"{self.path}: planning compaction failed: {exc}") from exc
+        finally:
+            conn.close()
+        return [offset for (offset,) in rows]
+
+    def drop(self, offsets: Sequence[int]) -> int:
+        """Delete the entries at ``offsets`` (a slice of a :meth:`compaction_plan`, whose
+        order it keeps) in one transaction; returns how many were deleted. Raises
+        LogAppendError if SQLite fails (nothing is deleted).
+
+        Any prefix of a plan may be dropped and the log still replays to the same state: an
+        entry goes only after its key has a later entry, and a tombstone, the latest of its
+        key, comes after every older entry it deletes, so it goes last.
+        """
+        if not offsets:
+            return 0
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            superseded = conn.execute(
-                'DELETE FROM records WHERE "offset" NOT IN'
-                ' (SELECT MAX("offset") FROM records GROUP BY key)'
-            ).rowcount
-            # Every remaining entry is now the latest of its key: a tombstone among them has
-            # nothing older left to delete.
-            tombstones = conn.execute("DELETE FROM records WHERE value IS NULL").rowcount
+            cursor = conn.executemany(
+                'DELETE FROM records WHERE "offset" = ?', ((offset,) for offset in offsets)
+            )
             conn.execute("COMMIT")
         except (sqlite3.Error, OSError) as exc:
             self._rollback()
             raise LogAppendError(f"{self.path}: compaction failed: {exc}") from exc
-        return superseded + tombstones
+        return cursor.rowcount
 
     def checkpoint(self) -> bool:
         """Copy what the write-ahead log holds into the database file, without waiting for

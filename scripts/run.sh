@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The live demo: a local Redis (channel layer), the database schema, then Daphne with the
+# The live demo: a local Redis (channel layer and Celery broker), the database schema, a Celery
+# worker and Celery beat (housekeeping: offset expiry, log compaction), then Daphne with the
 # coordinator runtime and the demo groups. Ctrl-C stops every process this script started:
-# the server first (its consumers leave their groups, its state is flushed), then Redis.
+# the server first (its consumers leave their groups, its state is flushed), then the Celery
+# processes, then Redis. Logs: var/redis.log, var/celery-worker.log, var/celery-beat.log.
 # Settings: HOST, PORT (the site), REDIS_PORT (a Redis already listening there is reused),
 # SECRET_KEY (else the one made once in var/secret-key).
 set -euo pipefail
@@ -15,13 +17,22 @@ mkdir -p var
 
 redis_pid=""
 server_pid=""
+worker_pid=""
+beat_pid=""
+# TERM to a process started with setsid, up to 15 s to finish, then KILL to its whole session
+# (a Celery worker's pool processes too).
+end() {
+    local pid=$1
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+}
 stop() {
     trap - EXIT INT TERM
-    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-        kill -TERM "$server_pid" 2>/dev/null || true
-        for _ in $(seq 150); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$server_pid" 2>/dev/null || true
-    fi
+    end "$server_pid"
+    end "$beat_pid"
+    end "$worker_pid"
     if [ -n "$redis_pid" ]; then
         kill -TERM "$redis_pid" 2>/dev/null || true
         wait "$redis_pid" 2>/dev/null || true
@@ -56,6 +67,15 @@ export SECRET_KEY_FILE="$PWD/var/secret-key"
 
 "$PY" manage.py migrate --noinput >/dev/null
 "$PY" manage.py staffuser
+
+# Housekeeping (docs/operations.md): beat sends the tasks on the schedules kept in the database,
+# the worker runs them against the server's runtime. Their own sessions, like Redis.
+CELERY=("$PY" -m celery -A webapp.housekeeping.celery_app)
+setsid "${CELERY[@]}" worker --loglevel INFO --concurrency 2 >var/celery-worker.log 2>&1 &
+worker_pid=$!
+setsid "${CELERY[@]}" beat --loglevel INFO --pidfile= >var/celery-beat.log 2>&1 &
+beat_pid=$!
+echo "Celery worker and beat started (logs: var/celery-worker.log, var/celery-beat.log)"
 setsid "$PY" manage.py serve --host "$HOST" --port "$PORT" --demo &
 server_pid=$!
 wait "$server_pid"

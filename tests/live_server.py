@@ -1,24 +1,92 @@
 """A real ``manage.py serve`` for the tests that need one (tests/webapp/management/test_serve.py,
-test_e2e.py, tests/browser): its own record log, database and output under a directory of the
-test's, the in-memory channel layer unless told otherwise, on a free port."""
+test_e2e.py, tests/webapp/housekeeping, tests/browser): its own record log, database and output
+under a directory of the test's, the in-memory channel layer unless told otherwise, on a free
+port; and a throwaway redis-server for those that need the real channel layer."""
 
 from __future__ import annotations
 
 import json
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import pytest
+import redis
 from websockets.sync.client import ClientConnection, connect
 
 ROOT = Path(__file__).resolve().parents[1]
+
+T = TypeVar("T")
+
+
+def wait_for(check: Callable[[], T | None], timeout_s: float, what: str) -> T:
+    """``check()``'s first true result, polled every 0.2 s; AssertionError naming ``what``
+    after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.2)
+
+
+class RedisServer:
+    """A throwaway redis-server on a free port: no snapshots, no append-only file."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        assert binary is not None, "redis-server is not installed (make system installs it)"
+        # No snapshots, no append-only file: a channel layer and a Celery broker need neither.
+        options = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), *options],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
+        try:
+            wait_for(lambda: _pings(client), 10, "redis-server to answer")
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+
+
+def _pings(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A started redis-server, killed after the test."""
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def free_port() -> int:

@@ -18,6 +18,10 @@ style: every knob is an environment variable with a typed helper and a working d
 * ``SECRET_KEY``, or ``SECRET_KEY_FILE`` (``var/secret-key``) a file holding it: what sessions
   and CSRF tokens are signed with. There is no default: ``make run`` creates a random one once in
   ``var/secret-key``; a server without one refuses to start (``webapp.secret_key``).
+* ``CELERY_BROKER_URL`` (``REDIS_URL``): Celery's broker. ``HOUSEKEEPING_RETRIES`` (5),
+  ``HOUSEKEEPING_RETRY_BACKOFF_S`` (2, doubling, at most 60) and
+  ``HOUSEKEEPING_CONTROL_TIMEOUT_S`` (30): how long a housekeeping task waits for the runtime's
+  answer, and how often it tries again while no runtime answers (``webapp.housekeeping``).
 * ``DEBUG``, ``ALLOWED_HOSTS`` (``*``), ``LOG_LEVEL`` (``INFO``): as in Django.
 
 Relative paths are relative to the repository root. A malformed value fails at start-up with
@@ -162,6 +166,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    # Housekeeping's schedules (edited in the admin) and its task results (docs/operations.md).
+    "django_celery_beat",
+    "django_celery_results",
     "webapp",
 ]
 
@@ -261,3 +268,27 @@ ADVERTISED_HOST = env_str("ADVERTISED_HOST", "127.0.0.1")
 ADVERTISED_PORT = env_int("ADVERTISED_PORT", 8000)
 COORDINATOR_CONFIG = coordinator_config_from_env()
 REBALANCE_LAB_PROFILE_ENGINE = env_bool("REBALANCE_LAB_PROFILE_ENGINE", False)
+
+# ---------------------------------------------------------------- Celery (webapp.housekeeping)
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+# Results in Django's database, visible in the admin (django-celery-results), with the task's
+# name and arguments (extended).
+CELERY_RESULT_BACKEND = "django-db"
+CELERY_RESULT_EXTENDED = True
+CELERY_TASK_TRACK_STARTED = True
+# Schedules are rows staff edit in the admin (django-celery-beat); the defaults are a migration.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Beat writes each task's last run (the admin's and the Housekeeping page's "next run" read it)
+# after every send, not every three minutes: sends are minutes apart.
+CELERY_BEAT_SYNC_EVERY = 1
+CELERY_TIMEZONE = TIME_ZONE
+# Every task is idempotent: a task lost with its worker runs again rather than never.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+HOUSEKEEPING_RETRIES = env_int("HOUSEKEEPING_RETRIES", 5)
+HOUSEKEEPING_RETRY_BACKOFF_S = float(env_int("HOUSEKEEPING_RETRY_BACKOFF_S", 2))
+HOUSEKEEPING_CONTROL_TIMEOUT_S = float(env_int("HOUSEKEEPING_CONTROL_TIMEOUT_S", 30))

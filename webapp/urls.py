@@ -14,11 +14,13 @@ from .dashboard import actions, api, pages
 urlpatterns = [
     path("", pages.overview, name="overview"),
     path("groups/<path:group_id>/", pages.group_page, name="group-page"),
+    path("housekeeping/", pages.housekeeping_page, name="housekeeping-page"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("healthz", api.healthz, name="healthz"),
     path("api/admin/<str:action>", actions.admin_action, name="admin-action"),
+    path("api/housekeeping", api.housekeeping, name="housekeeping"),
     path("api/groups", api.groups, name="groups"),
     path("api/groups/<path:group_id>/events", api.group_events, name="group-events"),
     path("api/groups/<path:group_id>", api.group_detail, name="group-detail"),

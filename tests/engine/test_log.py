@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import signal
@@ -397,6 +398,42 @@ def test_sqlite_log_under_a_file_fails_to_open(tmp_path: Path) -> None:
     (tmp_path / "plain-file").write_bytes(b"")
     with pytest.raises(OSError):
         SqliteLog(tmp_path / "plain-file" / "log.sqlite3")
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=entry_lists, later=entry_lists, data=st.data())
+def test_any_prefix_of_a_compaction_plan_replays_to_the_same_state(
+    tmp_path: Path, entries: list[Entry], later: list[Entry], data: st.DataObject
+) -> None:
+    """The runtime drops a plan in slices while it goes on appending: after any slice (a
+    crash may come between two), and with appends made after the plan was read, the log
+    replays to what it held."""
+    path = tmp_path / "plan.sqlite3"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    with SqliteLog(path) as log:
+        log.append(entries)
+        plan = log.compaction_plan()
+        assert plan == sorted(plan)
+        log.append(later)
+        cut = data.draw(st.integers(0, len(plan)), label="slice dropped")
+        assert log.drop(plan[:cut]) == cut
+        assert replayed(list(log.read())) == replayed(entries + later)
+        assert log.drop(plan[cut:]) == len(plan) - cut
+        assert replayed(list(log.read())) == replayed(entries + later)
+        assert log.count() == len(compacted(entries)) + len(later)
+
+
+def test_a_compaction_plan_is_read_while_the_owner_appends(db_path: Path) -> None:
+    """The plan is read on a connection of its own: from another thread, with the owner's
+    appends going on, it sees the entries that were there when it started."""
+    with SqliteLog(db_path) as log:
+        log.append([(b"a", b"1"), (b"a", b"2"), (b"b", None)])
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            plan = pool.submit(log.compaction_plan)
+            log.append([(b"a", b"3")])
+            assert plan.result() in ([1, 3], [1, 2, 3])
+        assert log.count() == 4
 
 
 def test_sqlite_appends_after_compaction_come_after_the_survivors(db_path: Path) -> None:

@@ -11,19 +11,15 @@ the committed offsets keep growing); SIGTERM closes every consumer cleanly (exit
 from __future__ import annotations
 
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import redis
 
-from tests.live_server import ROOT, LiveServer, free_port
+from tests.live_server import ROOT, LiveServer, RedisServer, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -33,38 +29,6 @@ PARTITIONS = 40
 CONSUMERS = 20
 
 T = TypeVar("T")
-
-
-class RedisServer:
-    """A throwaway redis-server on a free port: no snapshots, no append-only file."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server")
-        assert binary is not None, "redis-server is not installed (make system installs it)"
-        # No snapshots, no append-only file: a channel layer needs neither.
-        options = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), *options],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
-        try:
-            wait_for(lambda: _pings(client), 10, "redis-server to answer")
-        finally:
-            client.close()
-
-
-def _pings(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.RedisError:
-        return False
 
 
 class Consumer:
@@ -123,17 +87,6 @@ class Consumer:
         return found[-1] if found else None
 
 
-def wait_for(check: Callable[[], T | None], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.2)
-
-
 def partitions_of(value: str) -> set[tuple[str, int]]:
     pairs = set()
     for item in filter(None, value.split(",")):
@@ -185,21 +138,9 @@ def all_committed_beyond(
     return None
 
 
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    try:
-        yield server
-    finally:
-        if server.process is not None:
-            server.process.kill()
-            server.process.wait()
-
-
 def test_consumers_survive_a_kill_9_of_the_server(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    redis_server.start()
     server = LiveServer(
         tmp_path,
         CHANNEL_LAYER="redis",

@@ -28,6 +28,7 @@ from coordinator_engine import (
     PartitionOffset,
     TopicPartition,
 )
+from webapp.housekeeping.status import TASKS, run_now
 from webapp.models import AdminAction
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, RuntimeNotReady, get_runtime
 from webapp.runtime.topics import InvalidTopicError, UnknownTopicError
@@ -253,6 +254,19 @@ async def cleanup(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:
     )
 
 
+async def run_task(body: dict[str, Any]) -> Outcome:
+    """Queue one run of a housekeeping task now (docs/operations.md, "Housekeeping"): a Celery
+    worker runs it as beat would. Needs no runtime here (the task waits for one)."""
+    key = body.get("task")
+    if not isinstance(key, str) or key not in TASKS:
+        raise Refused(400, f"no housekeeping task {key!r}; one of {', '.join(TASKS)}")
+    try:
+        task_id = await sync_to_async(run_now)(key)
+    except Exception as exc:  # kombu's errors: the broker is down or refuses
+        raise Refused(503, f"the Celery broker did not take the task: {exc}") from exc
+    return Outcome(True, f"{TASKS[key].title}: queued (task {task_id})", extra={"task_id": task_id})
+
+
 Action = Callable[[CoordinatorRuntime, dict[str, Any]], Awaitable[Outcome]]
 
 _ACTIONS: dict[str, Action] = {
@@ -266,7 +280,9 @@ _ACTIONS: dict[str, Action] = {
     "delete-offsets": delete_offsets,
     "cleanup": cleanup,
 }
-ACTION_NAMES = tuple(_ACTIONS)
+#: Actions that do not go through the coordinator runtime.
+_OFF_RUNTIME: dict[str, Callable[[dict[str, Any]], Awaitable[Outcome]]] = {"run-task": run_task}
+ACTION_NAMES = (*_ACTIONS, *_OFF_RUNTIME)
 
 
 def _audit(request: HttpRequest, action: str, body: dict[str, Any], outcome: Outcome) -> None:
@@ -287,7 +303,7 @@ async def _run(request: HttpRequest, action: str) -> tuple[dict[str, Any], Outco
     if request.method != "POST":
         return {}, Outcome(False, f"{request.method} is not allowed here; use POST", 405)
     handler = _ACTIONS.get(action)
-    if handler is None:
+    if handler is None and action not in _OFF_RUNTIME:
         return {}, Outcome(False, f"no action {action!r}; one of {', '.join(ACTION_NAMES)}", 404)
     try:
         body = json.loads(request.body or b"{}")
@@ -296,6 +312,8 @@ async def _run(request: HttpRequest, action: str) -> tuple[dict[str, Any], Outco
     if not isinstance(body, dict):
         return {}, Outcome(False, "the body must be a JSON object", 400)
     try:
+        if handler is None:
+            return body, await _OFF_RUNTIME[action](body)
         return body, await handler(await get_runtime(), body)
     except Refused as exc:
         return body, Outcome(False, str(exc), exc.status)

@@ -23,6 +23,7 @@ from coordinator_engine.consumer_protocol import (
     subscribed_topics,
 )
 from coordinator_engine.records import OffsetCommitValue
+from webapp.housekeeping.status import housekeeping_status
 from webapp.runtime.coordinator_runtime import (
     CoordinatorRuntime,
     RuntimeNotReady,
@@ -269,6 +270,16 @@ async def healthz(request: HttpRequest) -> HttpResponse:
             status=503,
         )
     return JsonResponse({"status": "starting", "log_path": log_path}, status=503)
+
+
+@api_view
+async def housekeeping(request: HttpRequest) -> HttpResponse:
+    """``GET /api/housekeeping``: each housekeeping task's schedules, last run and whether one
+    is queued or running (``webapp.housekeeping.status``). Needs no runtime: it reads the
+    database that Celery beat and the results backend write."""
+    if request.method != "GET":
+        return _method_not_allowed(request, ("GET",))
+    return JsonResponse({"tasks": await sync_to_async(housekeeping_status)()})
 
 
 @api_view

@@ -28,3 +28,10 @@ def group_page(request: HttpRequest, group_id: str) -> HttpResponse:
     if not may_read(request.user):
         return redirect_to_login(request.get_full_path())
     return render(request, "dashboard/group.html", _context(request, group_id=group_id))
+
+
+@ensure_csrf_cookie
+def housekeeping_page(request: HttpRequest) -> HttpResponse:
+    if not may_read(request.user):
+        return redirect_to_login(request.get_full_path())
+    return render(request, "dashboard/housekeeping.html", _context(request))

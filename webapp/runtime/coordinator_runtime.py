@@ -5,9 +5,9 @@ Theory of operation
 
 The engine (``coordinator_engine``) is sans-IO: requests in, replies, records and events out,
 time an argument. This module is the host that gives it I/O, a clock and a timer, and it is the
-engine's only caller: the websocket consumers, the JSON API, in-process simulated consumers and
-(later) the Kafka listener and Celery's control messages all go through one
-:class:`CoordinatorRuntime`.
+engine's only caller: the websocket consumers, the JSON API, in-process simulated consumers,
+Celery's control messages (``webapp.runtime.control``) and (later) the Kafka listener all go
+through one :class:`CoordinatorRuntime`.
 
 * **One thread.** Every engine call happens on the event loop thread (the one Daphne serves
   on). The engine is synchronous and fast, so a call simply runs; nothing is locked. Code on
@@ -102,6 +102,7 @@ from coordinator_engine.cluster import (
 )
 from coordinator_engine.records import OffsetCommitValue
 
+from .control import serve_control
 from .events import SequencedEvent
 from .history import HistoryWriter, Publisher, last_stored_seq_per_group
 from .topics import TopicRegistry, TopicSpec, UnknownTopicError
@@ -280,6 +281,8 @@ class CoordinatorRuntime:
         self._log: SqliteLog | None = None
         self.checkpoint_interval_s = checkpoint_interval_s
         self._checkpointer: asyncio.Task[None] | None = None
+        #: Reads Celery's control requests (``webapp.runtime.control``) when there is a layer.
+        self._control: asyncio.Task[None] | None = None
         self._checkpoints_end = asyncio.Event()
         self._lock = _LogLock(self.log_path)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -401,6 +404,10 @@ class CoordinatorRuntime:
         )
         self.publisher = Publisher(layer)
         self.publisher.start()
+        if layer is not None:
+            self._control = asyncio.get_running_loop().create_task(
+                serve_control(self, layer), name="control"
+            )
         self.history.start()
         self._checkpointer = asyncio.get_running_loop().create_task(
             self._checkpoint_until_stopped(), name="checkpoint"
@@ -445,6 +452,10 @@ class CoordinatorRuntime:
             return
         if self._coordinator is not None:
             self._coordinator.remove_listener(self._on_event)
+        if self._control is not None:
+            self._control.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._control
         if self._checkpointer is not None:
             # Not cancelled: a checkpoint under way in its thread finishes before the log closes.
             self._checkpoints_end.set()
@@ -726,6 +737,14 @@ class CoordinatorRuntime:
                     TopicMetadata(name=name, error_code=Errors.NONE, partitions=spec.partitions)
                 )
         return MetadataResponse(topics=tuple(topics))
+
+    @property
+    def record_log(self) -> SqliteLog:
+        """The record log, while serving (control's compaction drops from it; only the loop
+        thread may write to it)."""
+        self._check_serving()
+        assert self._log is not None
+        return self._log
 
     def cleanup(self) -> CleanupResult:
         """Kafka's periodic offset expiry and group cleanup, now (for Celery beat's control

@@ -12,6 +12,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import AsyncClient
 
+from tests.live_server import free_port
 from tests.webapp.helpers import Client, stable_group
 from webapp.models import AdminAction
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
@@ -247,3 +248,28 @@ async def test_the_apis_writes_need_staff_unless_opened(
     assert (await anonymous.get("/api/topics")).status_code == 401
     page = await anonymous.get("/groups/orders/")
     assert page.status_code == 302 and page["Location"].startswith("/accounts/login/")
+
+
+async def test_run_task_names_the_tasks_and_says_when_the_broker_refuses(
+    transactional_db: None, settings: Any
+) -> None:
+    """No runtime is needed to queue a housekeeping task; an unknown task or a broker that
+    does not answer is refused in words (tests/webapp/housekeeping runs the task for real)."""
+    staff = await signed_in("ops")
+    unknown = await act(staff, "run-task", {"task": "defragment"})
+    assert unknown.status_code == 400
+    assert unknown.json()["error"] == (
+        "no housekeeping task 'defragment'; one of expire-offsets, compact-log"
+    )
+    from webapp.housekeeping.celery_app import app
+
+    saved = {key: app.conf[key] for key in ("broker_url", "task_publish_retry")}
+    app.conf.update(broker_url=f"redis://127.0.0.1:{free_port()}/0", task_publish_retry=False)
+    try:
+        refused = await act(staff, "run-task", {"task": "compact-log"})
+    finally:
+        app.conf.update(saved)
+        app.close()  # its connection pool was made for the closed port
+    assert refused.status_code == 503
+    assert refused.json()["error"].startswith("the Celery broker did not take the task: ")
+    assert [(r.action, r.ok) for r in await audit()] == [("run-task", False), ("run-task", False)]
