@@ -10,7 +10,12 @@ one package per concern:
 * ``dashboard``: the pages, the JSON API, the live feeds, staff actions and who may do what;
 * ``simulation``: simulated consumers, the demo, and the driver that runs the engine's consumer
   client over a transport;
-* ``management``: ``serve``, ``consume``, ``staffuser``.
+* ``housekeeping``: the Celery app, its tasks (offset expiry, log compaction, the Spark report)
+  and the Housekeeping page's data;
+* ``analysis``: the history as Parquet (export, synthetic generation), the Spark report runs
+  and what the analysis page shows;
+* ``management``: ``serve``, ``consume``, ``staffuser``, ``export_history``,
+  ``generate_history``.
 
 ``python manage.py serve`` starts Daphne and the runtime on one event loop.
 """

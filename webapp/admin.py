@@ -1,4 +1,5 @@
-"""The Django admin: the audit log of staff actions and the event history, read-only."""
+"""The Django admin: the audit log of staff actions, the event history and the Spark report
+runs, read-only."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from .models import AdminAction, GroupEvent
+from .models import AdminAction, GroupEvent, ReportRun
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -31,3 +32,9 @@ class GroupEventAdmin(ReadOnlyAdmin):
     list_display = ("seq", "group_id", "type", "at_ms")
     list_filter = ("type",)
     search_fields = ("group_id",)
+
+
+@admin.register(ReportRun)
+class ReportRunAdmin(ReadOnlyAdmin):
+    list_display = ("id", "created_at", "trigger", "status", "events_total", "finished_at")
+    list_filter = ("status", "trigger")

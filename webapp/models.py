@@ -100,3 +100,47 @@ class AdminAction(models.Model):
     def __str__(self) -> str:
         outcome = "ok" if self.ok else "refused"
         return f"{self.username}: {self.action} {self.group_id} ({outcome})"
+
+
+class ReportRun(models.Model):
+    """One run of the Spark rebalance report (docs/analysis.md, "Runs"): the history exported
+    to Parquet, then ``spark_tasks rebalance_report`` submitted with ``spark-submit``. The
+    Celery task ``analysis.rebalance_report`` fills it in as it goes; the analysis page reads
+    it (progress while running, ``summary`` once done)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        EXPORTING = "exporting"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    #: Who asked: "schedule" (beat), "start" (a minute after beat started), "staff".
+    trigger = models.CharField(max_length=16, default="schedule")
+    spark_master = models.CharField(max_length=200, blank=True, default="")
+    #: Events the export added to the history for this run, and the history's size after it.
+    events_exported = models.BigIntegerField(default=0)
+    events_total = models.BigIntegerField(default=0)
+    #: Spark's progress while running (``spark_tasks.progress``): stages and tasks done, the
+    #: phase in words, and the application's UI address.
+    progress = models.JSONField(default=dict, blank=True)
+    spark_ui_url = models.CharField(max_length=200, blank=True, default="")
+    output_dir = models.CharField(max_length=500, blank=True, default="")
+    log_path = models.CharField(max_length=500, blank=True, default="")
+    #: The report's summary.json once it succeeded.
+    summary = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"report #{self.pk} ({self.status})"
+
+    @property
+    def done(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)

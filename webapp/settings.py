@@ -22,6 +22,12 @@ style: every knob is an environment variable with a typed helper and a working d
   ``HOUSEKEEPING_RETRY_BACKOFF_S`` (2, doubling, at most 60) and
   ``HOUSEKEEPING_CONTROL_TIMEOUT_S`` (30): how long a housekeeping task waits for the runtime's
   answer, and how often it tries again while no runtime answers (``webapp.housekeeping``).
+* ``SPARK_MASTER`` (``local[*]``): where the rebalance report runs (``spark://host:7077`` for a
+  cluster); ``SPARK_UI`` (on): the report's Spark UI (port 4040 or the next free one);
+  ``REPORT_TIMEOUT_S`` (1800); ``REPORT_AFTER_START_S`` (60): beat sends one report this long
+  after it starts, so a new installation has one without waiting an hour (0: none);
+  ``ANALYSIS_DIR`` (``var/analysis``): the Parquet history and the reports
+  (``webapp.analysis``).
 * ``DEBUG``, ``ALLOWED_HOSTS`` (``*``), ``LOG_LEVEL`` (``INFO``): as in Django.
 
 Relative paths are relative to the repository root. A malformed value fails at start-up with
@@ -292,3 +298,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 HOUSEKEEPING_RETRIES = env_int("HOUSEKEEPING_RETRIES", 5)
 HOUSEKEEPING_RETRY_BACKOFF_S = float(env_int("HOUSEKEEPING_RETRY_BACKOFF_S", 2))
 HOUSEKEEPING_CONTROL_TIMEOUT_S = float(env_int("HOUSEKEEPING_CONTROL_TIMEOUT_S", 30))
+
+# ------------------------------------------------------- the Spark report (webapp.analysis)
+
+SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+SPARK_UI = env_bool("SPARK_UI", True)
+REPORT_TIMEOUT_S = env_int("REPORT_TIMEOUT_S", 1800)
+REPORT_AFTER_START_S = env_int("REPORT_AFTER_START_S", 60)
+ANALYSIS_DIR = env_path("ANALYSIS_DIR", "var/analysis")

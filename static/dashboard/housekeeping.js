@@ -15,6 +15,8 @@ const RESULT_WORDS = {
   groups_tombstoned: "groups tombstoned",
   records_dropped: "records compacted",
   records_after: "records left",
+  rebalances: "rebalances",
+  events: "events analysed",
 };
 
 function when(iso) {

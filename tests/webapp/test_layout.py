@@ -1,6 +1,8 @@
 """`webapp/` is laid out by concern and its imports flow one way:
 
     dashboard ─► simulation ─► transports ─► runtime ─► coordinator_engine
+    dashboard ─► housekeeping ─► analysis ─► spark_tasks.schema
+                 housekeeping ─► runtime (control messages)
 
 (``management`` and the project's root modules may import any of them). A module that imports
 against the flow fails here, with the offending import named. And each of the engine's and the
@@ -19,7 +21,21 @@ WEBAPP = ROOT / "webapp"
 
 #: What each package must never import.
 FORBIDDEN = {
-    "runtime": ("webapp.transports", "webapp.dashboard", "webapp.simulation"),
+    "runtime": (
+        "webapp.transports",
+        "webapp.dashboard",
+        "webapp.simulation",
+        "webapp.housekeeping",
+        "webapp.analysis",
+    ),
+    "housekeeping": ("webapp.dashboard", "webapp.simulation", "webapp.transports"),
+    "analysis": (
+        "webapp.dashboard",
+        "webapp.simulation",
+        "webapp.transports",
+        "webapp.housekeeping",
+        "webapp.runtime",
+    ),
     "transports": ("webapp.dashboard", "webapp.simulation"),
     "simulation": ("webapp.dashboard",),
 }

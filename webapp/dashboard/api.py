@@ -23,6 +23,7 @@ from coordinator_engine.consumer_protocol import (
     subscribed_topics,
 )
 from coordinator_engine.records import OffsetCommitValue
+from webapp.analysis.results import analysis_json
 from webapp.housekeeping.status import housekeeping_status
 from webapp.runtime.coordinator_runtime import (
     CoordinatorRuntime,
@@ -280,6 +281,16 @@ async def housekeeping(request: HttpRequest) -> HttpResponse:
     if request.method != "GET":
         return _method_not_allowed(request, ("GET",))
     return JsonResponse({"tasks": await sync_to_async(housekeeping_status)()})
+
+
+@api_view
+async def analysis(request: HttpRequest, group_id: str | None = None) -> HttpResponse:
+    """``GET /api/analysis`` and ``/api/analysis/groups/<id>``: the newest Spark report run
+    (its progress while it runs) and the newest report's findings
+    (``webapp.analysis.results``)."""
+    if request.method != "GET":
+        return _method_not_allowed(request, ("GET",))
+    return JsonResponse(await sync_to_async(analysis_json)(group_id))
 
 
 @api_view

@@ -35,3 +35,12 @@ def housekeeping_page(request: HttpRequest) -> HttpResponse:
     if not may_read(request.user):
         return redirect_to_login(request.get_full_path())
     return render(request, "dashboard/housekeeping.html", _context(request))
+
+
+@ensure_csrf_cookie
+def analysis_page(request: HttpRequest, group_id: str | None = None) -> HttpResponse:
+    """The Spark report: all groups, or one (``/analysis/groups/<id>/``, linked from its
+    group page)."""
+    if not may_read(request.user):
+        return redirect_to_login(request.get_full_path())
+    return render(request, "dashboard/analysis.html", _context(request, group_id=group_id))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,11 +20,19 @@ from . import tasks
 __all__ = ["TASKS", "HousekeepingTask", "housekeeping_status", "run_now"]
 
 
+def _staff_report() -> dict[str, Any]:
+    from webapp.analysis.reports import create_run
+
+    return {"run_id": create_run("staff").pk}
+
+
 @dataclass(frozen=True, slots=True)
 class HousekeepingTask:
-    key: str  # the URL's name: /api/housekeeping/<key>/run
+    key: str  # what POST /api/admin/run-task names
     title: str
     task: Task
+    #: The arguments of a run queued now (the report's run row is made first: tasks pass ids).
+    arguments: Callable[[], dict[str, Any]] = dict
 
 
 TASKS: dict[str, HousekeepingTask] = {
@@ -33,6 +42,9 @@ TASKS: dict[str, HousekeepingTask] = {
             "expire-offsets", "Offset expiry and group tombstoning", tasks.expire_offsets
         ),
         HousekeepingTask("compact-log", "Record log compaction", tasks.compact_log),
+        HousekeepingTask(
+            "rebalance-report", "Spark rebalance report", tasks.rebalance_report, _staff_report
+        ),
     )
 }
 
@@ -106,8 +118,9 @@ def run_now(key: str) -> str:
 
     The result row is written as PENDING at once (the worker overwrites it as it goes), so
     the page shows the run as queued even before a worker takes it."""
-    task = TASKS[key].task
-    task_id = str(task.delay().id)
+    item = TASKS[key]
+    task = item.task
+    task_id = str(task.apply_async(kwargs=item.arguments()).id)
     TaskResult.objects.get_or_create(
         task_id=task_id, defaults={"task_name": task.name, "status": "PENDING"}
     )

@@ -1,6 +1,7 @@
-"""The housekeeping tasks. Each is a thin adapter: it asks the coordinator runtime to run one
-control command (``webapp.runtime.control``) and returns the runtime's numbers, which
-django-celery-results keeps as the task's result.
+"""The housekeeping tasks. Each is a thin adapter. Offset expiry and compaction ask the
+coordinator runtime to run one control command (``webapp.runtime.control``) and return the
+runtime's numbers, which django-celery-results keeps as the task's result; the rebalance report
+runs a :class:`~webapp.models.ReportRun` (``webapp.analysis.reports``: export, spark-submit).
 
 Every task is idempotent (expiring or compacting twice changes nothing more), so Celery may
 run one again after a lost worker (``acks_late``). While no runtime answers (it is starting,
@@ -17,11 +18,12 @@ from typing import Any
 from celery import Task
 from django.conf import settings
 
+from webapp.analysis.reports import ReportFailed, create_run, run_report
 from webapp.runtime.control import RuntimeUnavailable, call_runtime
 
 from .celery_app import app
 
-__all__ = ["HousekeepingFailed", "compact_log", "expire_offsets"]
+__all__ = ["HousekeepingFailed", "compact_log", "expire_offsets", "rebalance_report"]
 
 #: A compaction of a long log takes longer than a cleanup: its own wait for the answer.
 _COMPACTION_TIMEOUT_FACTOR = 10
@@ -64,3 +66,18 @@ def compact_log(self: Task) -> dict[str, Any]:
     ``records_before``, ``records_dropped``, ``records_after`` and ``took_ms``."""
     timeout_s = settings.HOUSEKEEPING_CONTROL_TIMEOUT_S * _COMPACTION_TIMEOUT_FACTOR
     return _on_runtime(self, "compact_log", timeout_s)
+
+
+@app.task(name="analysis.rebalance_report")
+def rebalance_report(run_id: int | None = None, trigger: str = "schedule") -> dict[str, Any]:
+    """Export the new history and run the Spark rebalance report on it (``run_id``: a
+    :class:`~webapp.models.ReportRun` made by whoever queued it; beat's runs make their own).
+    Returns the run's id and totals; a failed run raises :class:`ReportFailed` with its reason.
+    Not retried: the next scheduled run is the retry, and a run that failed says why."""
+    if run_id is None:
+        run_id = create_run(trigger).pk
+    run = run_report(run_id)
+    if run.status != run.Status.SUCCEEDED:
+        raise ReportFailed(f"report #{run.pk}: {run.error}")
+    totals = (run.summary or {}).get("totals", {})
+    return {"run_id": run.pk, "events": run.events_total, **totals}

@@ -1,0 +1,1137 @@
+"""The rebalance report: per group, each rebalance, why it happened, what it moved, what it cost.
+
+Theory of operation
+===================
+
+The input is the engine's event history (``spark_tasks.schema``), ordered within a group by
+``seq``. Only six event types matter here: ``StateChanged``, ``GenerationStarted``,
+``MemberJoined``, ``MemberRemoved``, ``StaticMemberReplaced`` and ``AssignmentStored``.
+
+Rebalance boundaries (``coordinator_engine.state``). A rebalance *starts* when the group moves
+Stable → PreparingRebalance or Empty → PreparingRebalance; its id is that event's ``seq``. It may
+loop CompletingRebalance → PreparingRebalance (a *restart*: same rebalance, one more
+generation). It *ends* at its first move to Stable (completed: the leader's assignment was
+stored), Empty (the join phase ended with nobody) or Dead (the group was deleted or unloaded);
+with no such move yet it is *open* (``end_state`` null). An event belongs to the rebalance whose
+start it follows, up to and including the end move and the events the same call emitted right
+after it (the ``GenerationStarted`` after → Empty, the ``AssignmentStored`` after → Stable).
+
+Phases. Each state change is timed until the group's next state change; ``join_ms`` sums the
+time spent in PreparingRebalance, ``sync_ms`` the time in CompletingRebalance, so for a
+completed rebalance ``join_ms + sync_ms == duration_ms == end_ms - start_ms``.
+
+Cause. One engine call emits its events together, under one ``at_ms``; the events that caused a
+start are the membership events (``MemberJoined``, ``MemberRemoved``, ``StaticMemberReplaced``)
+just before it in the same *block*: the run of the group's events with the same ``at_ms`` since
+the last ``StateChanged``, ``GenerationStarted`` or ``AssignmentStored``. In order:
+
+1. the start's reason is the engine's admin reason (``trigger_rebalance``) → ``admin_action``;
+2. the block holds a ``StaticMemberReplaced`` → ``static_member_replaced``;
+3. the block's first membership event is a ``MemberRemoved``: by its reason, ``left`` →
+   ``member_left``, ``session_timeout`` → ``session_timeout``, ``join_timeout`` /
+   ``rebalance_timeout`` / ``sync_timeout`` → ``poll_timeout``, ``removed_by_admin`` →
+   ``admin_action``, ``fenced`` → ``static_member_replaced``, else ``other``;
+4. it is a ``MemberJoined``: a new member → ``member_joined``, a known one rejoining with other
+   protocols or metadata, or the leader rejoining → ``metadata_change``;
+5. no membership event (the history starts mid-call): the reason text, matched against the
+   engine's own wording (``REASON_PATTERNS``);
+6. else ``other``.
+
+The cause's member is that event's ``member_id`` (a static replacement: the new member id; a
+sync expiry removing several members: the first, as the reason text lists them), or the id the
+reason text names.
+
+Partitions. A rebalance's *before* assignment is the last ``AssignmentStored`` before its start
+(empty when it starts from Empty: nobody owned anything); its *after* assignment is its own
+``AssignmentStored`` when completed, empty when it ended Empty or Dead, unknown when open.
+Owners are compared by ``group_instance_id`` for static members (KIP-345: a static member that
+comes back under a new member id keeps its partitions), by member id otherwise. A partition
+*moved* when its owner differs before and after (including appearing or disappearing); *kept*
+when the same owner holds it; ``stickiness`` = kept / partitions present before and after.
+
+Unavailability. Eager assignors (every assignor but ``cooperative-sticky``) revoke every owned
+partition when the rebalance starts; cooperative-sticky revokes only the partitions whose owner
+changes (including those it takes away, to hand out in a follow-up rebalance). A revoked
+partition is unavailable from the rebalance's start until the group's next ``AssignmentStored``
+that holds it, under any member; if the group becomes Empty or Dead first, the interval ends
+there (``ended_by`` ``group_emptied``); still running at the end of the history, it is open
+(``unavailable_ms`` null, not summed). The rebalance's protocol is its last generation's
+assignor (else the previous generation's).
+
+Storms. A rebalance is *in a storm* when a window of ``storm_window_ms`` (both ends included)
+holding it also holds at least ``storm_count`` rebalance starts of the same group; a storm is a
+maximal run of such rebalances whose windows chain together.
+
+Percentiles are exact: Spark's ``percentile`` (linear interpolation between the closest ranks,
+as numpy's default), not ``percentile_approx``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window, WindowSpec
+from pyspark.sql import functions as F
+
+from coordinator_engine.events import RemovalReason
+from coordinator_engine.state import GroupState
+
+from .history import check_history, read_history
+from .output import (
+    discard_directory,
+    replace_directory,
+    staging_directory,
+    write_json_atomically,
+)
+from .schema import SCHEMA_VERSION
+
+__all__ = [
+    "CAUSES",
+    "DEFAULT_STORM_COUNT",
+    "DEFAULT_STORM_WINDOW_MS",
+    "TABLES",
+    "build_summary",
+    "compare_rebalances",
+    "generations_of",
+    "member_instances_of",
+    "partition_changes",
+    "partition_unavailability",
+    "prepared_events",
+    "rebalance_events",
+    "rebalances_of",
+    "report_tables",
+    "revocations",
+    "run",
+    "stored_assignments",
+    "storms_of",
+    "with_causes",
+    "with_partition_moves",
+    "with_rebalance_end",
+    "with_rebalance_ids",
+    "with_state_context",
+    "with_storms",
+    "with_unavailability",
+]
+
+DEFAULT_STORM_COUNT = 3
+DEFAULT_STORM_WINDOW_MS = 60_000
+
+EMPTY = GroupState.EMPTY.value
+PREPARING = GroupState.PREPARING_REBALANCE.value
+COMPLETING = GroupState.COMPLETING_REBALANCE.value
+STABLE = GroupState.STABLE.value
+DEAD = GroupState.DEAD.value
+
+COOPERATIVE_ASSIGNORS = ("cooperative-sticky",)
+
+CAUSES = (
+    "member_joined",
+    "member_left",
+    "session_timeout",
+    "poll_timeout",
+    "static_member_replaced",
+    "admin_action",
+    "metadata_change",
+    "other",
+)
+
+#: GroupCoordinator.trigger_rebalance's default reason.
+ADMIN_REASON = "an admin requested a rebalance"
+
+REMOVAL_CAUSES = {
+    RemovalReason.LEFT.value: "member_left",
+    RemovalReason.SESSION_TIMEOUT.value: "session_timeout",
+    RemovalReason.JOIN_TIMEOUT.value: "poll_timeout",
+    RemovalReason.REBALANCE_TIMEOUT.value: "poll_timeout",
+    RemovalReason.SYNC_TIMEOUT.value: "poll_timeout",
+    RemovalReason.REMOVED_BY_ADMIN.value: "admin_action",
+    RemovalReason.FENCED.value: "static_member_replaced",
+}
+
+#: The engine's rebalance reasons (coordinator_engine.coordinator, the callers of
+#: _prepare_rebalance), first match wins; group 1 is the member.
+REASON_PATTERNS = (
+    (
+        "static_member_replaced",
+        r"^Group's selected protocol will change because static member (\S+)",
+    ),
+    ("static_member_replaced", r"^Updating metadata for static member (\S+) "),
+    ("member_joined", r"^Adding new member (\S+) "),
+    ("metadata_change", r"^Updating metadata for member (\S+) "),
+    ("metadata_change", r"^Leader (\S+) re-joining group"),
+    ("member_left", r"^Removing member (\S+) on LeaveGroup"),
+    ("session_timeout", r"^removing member (\S+) on heartbeat expiration"),
+    ("poll_timeout", r"^removing ([^,\s]+).* on pending sync request expiration"),
+)
+
+#: Output tables, in the order they are written.
+TABLES = (
+    "rebalances",
+    "generations",
+    "partition_moves",
+    "partition_unavailability",
+    "storms",
+    "assignors",
+    "protocols",
+)
+
+_USED_TYPES = (
+    "StateChanged",
+    "GenerationStarted",
+    "MemberJoined",
+    "MemberRemoved",
+    "StaticMemberReplaced",
+    "AssignmentStored",
+)
+_MEMBERSHIP_TYPES = ("MemberJoined", "MemberRemoved", "StaticMemberReplaced")
+# A block of one engine call ends after these (the next event is another call, or a later one).
+_BLOCK_ENDS = ("StateChanged", "GenerationStarted", "AssignmentStored")
+
+
+# -- windows over one group's events ---------------------------------------------------------
+
+
+def _in_group() -> WindowSpec:
+    return Window.partitionBy("group_id").orderBy("seq")
+
+
+def _so_far() -> WindowSpec:
+    return _in_group().rowsBetween(Window.unboundedPreceding, Window.currentRow)
+
+
+def _before() -> WindowSpec:
+    return _in_group().rowsBetween(Window.unboundedPreceding, -1)
+
+
+def _after() -> WindowSpec:
+    """Every later event of the group, nearest last: ``last(..., ignorenulls)`` over it is the
+    next matching event (a growing frame, linear, where ``first`` over an unbounded following
+    frame would be quadratic)."""
+    return (
+        Window.partitionBy("group_id")
+        .orderBy(F.col("seq").desc())
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+
+
+def _last(condition: Column, value: Column, window: WindowSpec) -> Column:
+    return F.last(F.when(condition, value), ignorenulls=True).over(window)
+
+
+def _is(kind: str) -> Column:
+    return F.col("type") == kind
+
+
+# -- events ----------------------------------------------------------------------------------
+
+
+def rebalance_events(history: DataFrame) -> DataFrame:
+    """The history's events a rebalance is made of, with the columns the report reads."""
+    return history.where(F.col("type").isin(*_USED_TYPES)).select(
+        "group_id",
+        "seq",
+        "at_ms",
+        "type",
+        "from_state",
+        "to_state",
+        "reason",
+        "member_id",
+        "old_member_id",
+        "group_instance_id",
+        "rejoined",
+        "generation_id",
+        "protocol_name",
+        "leader_id",
+        "member_ids",
+        "join_started_ms",
+        "assignment",
+    )
+
+
+def with_rebalance_ids(events: DataFrame) -> DataFrame:
+    """``is_start``; ``rebalance_id`` (the last start's ``seq``, null before the group's first);
+    ``state_seq`` and ``state``: the last state change at or before the event, and its state."""
+    changed = _is("StateChanged")
+    start = changed & (F.col("to_state") == PREPARING) & F.col("from_state").isin(STABLE, EMPTY)
+    return events.withColumns(
+        {
+            "is_start": F.coalesce(start, F.lit(False)),
+            "rebalance_id": _last(start, F.col("seq"), _so_far()),
+            "state_seq": _last(changed, F.col("seq"), _so_far()),
+            "state": _last(changed, F.col("to_state"), _so_far()),
+        }
+    )
+
+
+def with_state_context(events: DataFrame) -> DataFrame:
+    """What surrounds each event: ``next_state_change`` (seq, at_ms, to_state) and
+    ``next_emptied`` (seq, at_ms: the next move to Empty or Dead) after it; the
+    ``previous_generation`` (generation_id, protocol_name, members) and ``previous_assignment``
+    (seq, assignment) before it."""
+    changed = _is("StateChanged")
+    emptied = changed & F.col("to_state").isin(EMPTY, DEAD)
+    generation = F.struct("generation_id", "protocol_name", F.size("member_ids").alias("members"))
+    return events.withColumns(
+        {
+            "next_state_change": _last(changed, F.struct("seq", "at_ms", "to_state"), _after()),
+            "next_emptied": _last(emptied, F.struct("seq", "at_ms"), _after()),
+            "previous_generation": _last(_is("GenerationStarted"), generation, _before()),
+            "previous_assignment": _last(
+                _is("AssignmentStored"), F.struct("seq", "assignment"), _before()
+            ),
+        }
+    )
+
+
+def _text_cause(reason: Column) -> tuple[Column, Column]:
+    """(cause, member) read from a start's reason text by the first pattern that matches; null
+    when none does."""
+    cause = F.coalesce(
+        *[F.when(reason.rlike(pattern), F.lit(name)) for name, pattern in REASON_PATTERNS]
+    )
+    member = F.coalesce(
+        *[
+            F.when(reason.rlike(pattern), F.regexp_extract(reason, pattern, 1))
+            for _, pattern in REASON_PATTERNS
+        ]
+    )
+    return cause, member
+
+
+def with_causes(events: DataFrame) -> DataFrame:
+    """``cause`` and ``cause_member_id`` on each start (null elsewhere), by the rule in the
+    module docstring: the membership events of the start's block, then its reason text."""
+    previous_at = F.lag("at_ms").over(_in_group())
+    previous_type = F.lag("type").over(_in_group())
+    new_block = (
+        previous_at.isNull() | (previous_at != F.col("at_ms")) | previous_type.isin(*_BLOCK_ENDS)
+    )
+    block_before = (
+        Window.partitionBy("group_id", "_block")
+        .orderBy("seq")
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    membership = F.col("type").isin(*_MEMBERSHIP_TYPES)
+    trigger = F.col("_trigger")
+    removal_causes = F.create_map(
+        *[F.lit(text) for pair in REMOVAL_CAUSES.items() for text in pair]
+    )
+    text_cause, text_member = _text_cause(F.col("reason"))
+    by_events = (
+        F.when(F.col("_static_replaced"), F.lit("static_member_replaced"))
+        .when(
+            trigger["type"] == "MemberRemoved",
+            F.coalesce(removal_causes[trigger["reason"]], F.lit("other")),
+        )
+        .when(
+            trigger["type"] == "MemberJoined",
+            F.when(trigger["rejoined"], F.lit("metadata_change")).otherwise(F.lit("member_joined")),
+        )
+    )
+    cause = (
+        F.when(~F.col("is_start"), F.lit(None).cast("string"))
+        .when(F.col("reason").startswith(ADMIN_REASON), F.lit("admin_action"))
+        .otherwise(F.coalesce(by_events, text_cause, F.lit("other")))
+    )
+    member = (
+        F.when(~F.col("is_start") | F.col("reason").startswith(ADMIN_REASON), F.lit(None))
+        .when(by_events.isNotNull(), trigger["member_id"])
+        .otherwise(F.nullif(text_member, F.lit("")))
+    )
+    return (
+        events.withColumn("_block", F.sum(new_block.cast("int")).over(_so_far()))
+        .withColumns(
+            {
+                "_trigger": F.first(
+                    F.when(membership, F.struct("type", "member_id", "reason", "rejoined")),
+                    ignorenulls=True,
+                ).over(block_before),
+                "_static_replaced": F.coalesce(
+                    F.max(_is("StaticMemberReplaced")).over(block_before), F.lit(False)
+                ),
+            }
+        )
+        .withColumns({"cause": cause, "cause_member_id": member.cast("string")})
+        .drop("_block", "_trigger", "_static_replaced")
+    )
+
+
+def with_rebalance_end(events: DataFrame) -> DataFrame:
+    """``end`` (seq, at_ms, to_state): the rebalance's first move to Stable, Empty or Dead, null
+    while open; ``in_rebalance``: the event belongs to a rebalance (its start through its end,
+    with the events emitted right after the end move)."""
+    terminal = (
+        _is("StateChanged")
+        & F.col("to_state").isin(STABLE, EMPTY, DEAD)
+        & F.col("rebalance_id").isNotNull()
+    )
+    return events.withColumn(
+        "end",
+        F.min(F.when(terminal, F.struct("seq", "at_ms", "to_state"))).over(
+            Window.partitionBy("group_id", "rebalance_id")
+        ),
+    ).withColumn(
+        "in_rebalance",
+        F.col("rebalance_id").isNotNull()
+        & (F.col("end").isNull() | (F.col("state_seq") <= F.col("end.seq"))),
+    )
+
+
+def prepared_events(history: DataFrame) -> DataFrame:
+    """The history's rebalance events with every per-event column the tables are built from."""
+    return (
+        history.transform(rebalance_events)
+        .transform(with_rebalance_ids)
+        .transform(with_state_context)
+        .transform(with_causes)
+        .transform(with_rebalance_end)
+    )
+
+
+# -- rebalances ------------------------------------------------------------------------------
+
+
+def _of_start(name: str) -> Column:
+    return F.first(F.when(F.col("is_start"), F.col(name)), ignorenulls=True).alias(name)
+
+
+def _phase_ms(state: str) -> Column:
+    """Time spent in ``state`` during the rebalance (state changes before its end)."""
+    before_end = F.col("end").isNull() | (F.col("seq") < F.col("end.seq"))
+    entered = _is("StateChanged") & (F.col("to_state") == state) & before_end
+    return F.sum(F.when(entered, F.col("next_state_change.at_ms") - F.col("at_ms")))
+
+
+def rebalances_of(events: DataFrame) -> DataFrame:
+    """One row per rebalance (``prepared_events`` in), before partitions and storms."""
+    restarted = (
+        _is("StateChanged") & (F.col("from_state") == COMPLETING) & (F.col("to_state") == PREPARING)
+    )
+    generation = F.struct(
+        "seq", "generation_id", "protocol_name", F.size("member_ids").alias("members")
+    )
+    grouped = (
+        events.where("in_rebalance")
+        .groupBy("group_id", "rebalance_id")
+        .agg(
+            F.first(F.when(F.col("is_start"), F.col("at_ms")), ignorenulls=True).alias("start_ms"),
+            _of_start("from_state"),
+            _of_start("reason"),
+            _of_start("cause"),
+            _of_start("cause_member_id"),
+            _of_start("previous_generation"),
+            _of_start("previous_assignment"),
+            _of_start("next_emptied"),
+            F.first("end").alias("end"),
+            _phase_ms(PREPARING).alias("join_ms"),
+            _phase_ms(COMPLETING).alias("sync_ms"),
+            F.sum(restarted.cast("int")).alias("restarts"),
+            F.sum(_is("GenerationStarted").cast("int")).alias("generations"),
+            F.max(F.when(_is("GenerationStarted"), generation)).alias("last_generation"),
+            F.max(F.when(_is("AssignmentStored"), F.struct("seq", "assignment"))).alias("stored"),
+        )
+    )
+    completed = F.coalesce(F.col("end.to_state") == STABLE, F.lit(False))
+    ended_empty = F.col("end.to_state").isin(EMPTY, DEAD)
+    protocol = F.coalesce("last_generation.protocol_name", "previous_generation.protocol_name")
+    empty_assignment = F.array().cast("array<struct<member_id:string,topic:string,partition:int>>")
+    return grouped.select(
+        "group_id",
+        "rebalance_id",
+        "start_ms",
+        "from_state",
+        "reason",
+        "cause",
+        "cause_member_id",
+        F.col("end.at_ms").alias("end_ms"),
+        F.col("end.to_state").alias("end_state"),
+        completed.alias("completed"),
+        F.when(completed, F.col("end.at_ms") - F.col("start_ms")).alias("duration_ms"),
+        "join_ms",
+        "sync_ms",
+        F.col("restarts").cast("int").alias("restarts"),
+        F.col("generations").cast("int").alias("generations"),
+        F.col("last_generation.generation_id").alias("generation_id"),
+        protocol.alias("protocol_name"),
+        F.when(protocol.isin(*COOPERATIVE_ASSIGNORS), F.lit("cooperative"))
+        .when(protocol.isNotNull(), F.lit("eager"))
+        .alias("rebalance_protocol"),
+        F.when(F.col("from_state") == EMPTY, F.lit(0))
+        .otherwise(F.col("previous_generation.members"))
+        .alias("members_before"),
+        F.when(
+            completed | (F.col("end.to_state") == EMPTY), F.col("last_generation.members")
+        ).alias("members_after"),
+        F.when(F.col("from_state") == EMPTY, empty_assignment)
+        .otherwise(F.col("previous_assignment.assignment"))
+        .alias("assignment_before"),
+        F.when(completed, F.col("stored.assignment"))
+        .when(ended_empty, empty_assignment)
+        .alias("assignment_after"),
+        "next_emptied",
+    )
+
+
+def generations_of(events: DataFrame) -> DataFrame:
+    """One row per generation a rebalance went through (``prepared_events`` in): its join phase
+    and, when it had members, its sync phase and how that ended (``ended_in``: Stable,
+    PreparingRebalance for a restart, Dead; Empty for a generation without members; null open)."""
+    synced = F.col("state") == COMPLETING
+    return events.where(F.col("in_rebalance") & _is("GenerationStarted")).select(
+        "group_id",
+        "rebalance_id",
+        "generation_id",
+        "protocol_name",
+        "leader_id",
+        F.size("member_ids").alias("members"),
+        "member_ids",
+        "join_started_ms",
+        F.col("at_ms").alias("join_completed_ms"),
+        (F.col("at_ms") - F.col("join_started_ms")).alias("join_ms"),
+        F.when(synced, F.col("next_state_change.at_ms") - F.col("at_ms")).alias("sync_ms"),
+        F.when(F.col("state") == EMPTY, F.lit(EMPTY))
+        .when(synced, F.col("next_state_change.to_state"))
+        .alias("ended_in"),
+    )
+
+
+# -- partitions ------------------------------------------------------------------------------
+
+
+def member_instances_of(events: DataFrame) -> DataFrame:
+    """(group_id, member_id, group_instance_id) of every static member id the history names."""
+    joined = events.where(F.col("group_instance_id").isNotNull()).select(
+        "group_id", "member_id", "group_instance_id"
+    )
+    fenced = events.where(_is("StaticMemberReplaced")).select(
+        "group_id", F.col("old_member_id").alias("member_id"), "group_instance_id"
+    )
+    return (
+        joined.unionByName(fenced)
+        .where(F.col("member_id").isNotNull())
+        .groupBy("group_id", "member_id")
+        .agg(F.min("group_instance_id").alias("group_instance_id"))
+    )
+
+
+def _owners(
+    rebalances: DataFrame, column: str, member_instances: DataFrame, side: str
+) -> DataFrame:
+    owned = rebalances.where(F.col(column).isNotNull()).select(
+        "group_id", "rebalance_id", F.explode(column).alias("_owned")
+    )
+    return (
+        owned.select(
+            "group_id",
+            "rebalance_id",
+            F.col("_owned.topic").alias("topic"),
+            F.col("_owned.partition").alias("partition"),
+            F.col("_owned.member_id").alias("member_id"),
+        )
+        .join(member_instances, ["group_id", "member_id"], "left")
+        .select(
+            "group_id",
+            "rebalance_id",
+            "topic",
+            "partition",
+            F.col("member_id").alias(f"member_{side}"),
+            F.coalesce("group_instance_id", "member_id").alias(f"owner_{side}"),
+        )
+    )
+
+
+def partition_changes(rebalances: DataFrame, member_instances: DataFrame) -> DataFrame:
+    """Per rebalance whose before assignment is known, each partition's owner before and after
+    (``after_known`` false: the rebalance is open), with ``moved`` and ``kept``."""
+    known = rebalances.where(F.col("assignment_before").isNotNull())
+    before = _owners(known, "assignment_before", member_instances, "before")
+    after = _owners(known, "assignment_after", member_instances, "after")
+    keys = ["group_id", "rebalance_id", "topic", "partition"]
+    attributes = known.select(
+        "group_id",
+        "rebalance_id",
+        "start_ms",
+        "rebalance_protocol",
+        F.col("assignment_after").isNotNull().alias("after_known"),
+        "next_emptied",
+    )
+    changes = before.join(after, keys, "full_outer").join(attributes, ["group_id", "rebalance_id"])
+    same_owner = F.col("owner_before").eqNullSafe(F.col("owner_after"))
+    return changes.select(
+        *keys,
+        "member_before",
+        "owner_before",
+        "member_after",
+        "owner_after",
+        F.when(F.col("after_known"), ~same_owner).alias("moved"),
+        F.when(F.col("after_known"), same_owner & F.col("owner_before").isNotNull()).alias("kept"),
+        "after_known",
+        "start_ms",
+        "rebalance_protocol",
+        "next_emptied",
+    )
+
+
+def with_partition_moves(rebalances: DataFrame, changes: DataFrame) -> DataFrame:
+    """``partitions_before``, ``partitions_after``, ``partitions_moved``, ``partitions_kept`` and
+    ``stickiness`` on each rebalance whose before and after assignments are known."""
+    counts = (
+        changes.where("after_known")
+        .groupBy("group_id", "rebalance_id")
+        .agg(
+            F.count("owner_before").alias("_before"),
+            F.count("owner_after").alias("_after"),
+            F.sum(F.col("moved").cast("int")).alias("_moved"),
+            F.sum(F.col("kept").cast("int")).alias("_kept"),
+            F.sum(
+                (F.col("owner_before").isNotNull() & F.col("owner_after").isNotNull()).cast("int")
+            ).alias("_both"),
+        )
+    )
+    known = F.col("assignment_before").isNotNull() & F.col("assignment_after").isNotNull()
+
+    def known_count(column: str) -> Column:
+        return F.when(known, F.coalesce(F.col(column), F.lit(0)).cast("int"))
+
+    return (
+        rebalances.join(counts, ["group_id", "rebalance_id"], "left")
+        .withColumns(
+            {
+                "partitions_before": known_count("_before"),
+                "partitions_after": known_count("_after"),
+                "partitions_moved": known_count("_moved"),
+                "partitions_kept": known_count("_kept"),
+                "stickiness": F.when(known & (F.col("_both") > 0), F.col("_kept") / F.col("_both")),
+            }
+        )
+        .drop("_before", "_after", "_moved", "_kept", "_both")
+    )
+
+
+def revocations(changes: DataFrame) -> DataFrame:
+    """The partitions each rebalance revokes: eager, every one owned before; cooperative, those
+    whose owner changes (known only once the rebalance has an after assignment)."""
+    owned = F.col("owner_before").isNotNull()
+    cooperative = F.col("rebalance_protocol") == "cooperative"
+    revoked = owned & (~cooperative | (F.col("after_known") & ~F.col("kept")))
+    return changes.where(F.coalesce(revoked, F.lit(False))).select(
+        "group_id",
+        "rebalance_id",
+        "topic",
+        "partition",
+        "rebalance_protocol",
+        F.col("member_before").alias("revoked_from"),
+        F.col("start_ms").alias("revoked_ms"),
+        "next_emptied",
+    )
+
+
+def stored_assignments(events: DataFrame) -> DataFrame:
+    """Every (partition, member) an ``AssignmentStored`` handed out, with the event's seq."""
+    return (
+        events.where(_is("AssignmentStored"))
+        .select("group_id", "seq", "at_ms", F.explode("assignment").alias("_owned"))
+        .select(
+            "group_id",
+            "seq",
+            "at_ms",
+            F.col("_owned.topic").alias("topic"),
+            F.col("_owned.partition").alias("partition"),
+            F.col("_owned.member_id").alias("member_id"),
+        )
+    )
+
+
+def partition_unavailability(revoked: DataFrame, stored: DataFrame) -> DataFrame:
+    """Each revocation with when it ended: the group's next ``AssignmentStored`` holding the
+    partition (``ended_by`` ``assigned``), or the group's next move to Empty/Dead if that came
+    first (``group_emptied``), or null (open at the end of the history)."""
+    keys = ["group_id", "topic", "partition"]
+    revoked_rows = revoked.select(
+        *keys,
+        F.col("rebalance_id").alias("seq"),
+        F.lit(None).cast("long").alias("at_ms"),
+        F.lit(None).cast("string").alias("member_id"),
+        F.lit(True).alias("_revocation"),
+    )
+    assigned_rows = stored.select(
+        *keys, "seq", "at_ms", "member_id", F.lit(False).alias("_revocation")
+    )
+    later = (
+        Window.partitionBy(*keys)
+        .orderBy(F.col("seq").desc())
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    next_assigned = (
+        revoked_rows.unionByName(assigned_rows)
+        .withColumn(
+            "next_assigned",
+            _last(~F.col("_revocation"), F.struct("seq", "at_ms", "member_id"), later),
+        )
+        .where("_revocation")
+        .select(*keys, F.col("seq").alias("rebalance_id"), "next_assigned")
+    )
+    assigned_first = F.col("next_assigned").isNotNull() & (
+        F.col("next_emptied").isNull() | (F.col("next_assigned.seq") < F.col("next_emptied.seq"))
+    )
+    ended_ms = F.when(assigned_first, F.col("next_assigned.at_ms")).otherwise(
+        F.col("next_emptied.at_ms")
+    )
+    return revoked.join(next_assigned, ["group_id", "rebalance_id", "topic", "partition"]).select(
+        "group_id",
+        "rebalance_id",
+        "rebalance_protocol",
+        "topic",
+        "partition",
+        "revoked_from",
+        "revoked_ms",
+        F.when(assigned_first, F.col("next_assigned.member_id")).alias("assigned_to"),
+        ended_ms.alias("available_ms"),
+        F.when(assigned_first, F.lit("assigned"))
+        .when(F.col("next_emptied").isNotNull(), F.lit("group_emptied"))
+        .alias("ended_by"),
+        (ended_ms - F.col("revoked_ms")).alias("unavailable_ms"),
+    )
+
+
+def with_unavailability(rebalances: DataFrame, unavailability: DataFrame) -> DataFrame:
+    """``partitions_revoked`` and ``unavailable_partition_ms`` (closed intervals only) on each
+    rebalance whose before assignment is known."""
+    sums = unavailability.groupBy("group_id", "rebalance_id").agg(
+        F.count("*").alias("_revoked"), F.sum("unavailable_ms").alias("_unavailable_ms")
+    )
+    known = F.col("assignment_before").isNotNull()
+    return (
+        rebalances.join(sums, ["group_id", "rebalance_id"], "left")
+        .withColumns(
+            {
+                "partitions_revoked": F.when(
+                    known, F.coalesce(F.col("_revoked"), F.lit(0)).cast("int")
+                ),
+                "unavailable_partition_ms": F.when(
+                    known, F.coalesce(F.col("_unavailable_ms"), F.lit(0)).cast("long")
+                ),
+            }
+        )
+        .drop("_revoked", "_unavailable_ms")
+    )
+
+
+def _seconds(milliseconds: Column) -> Column:
+    return milliseconds / 1000.0
+
+
+# -- storms ----------------------------------------------------------------------------------
+
+
+def with_storms(rebalances: DataFrame, storm_count: int, storm_window_ms: int) -> DataFrame:
+    """``storm_id`` on every rebalance in a storm (the id of the storm's first rebalance), null
+    on the others."""
+    by_start = Window.partitionBy("group_id").orderBy("start_ms", "rebalance_id")
+    so_far = by_start.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    ahead = Window.partitionBy("group_id").orderBy("start_ms").rangeBetween(0, storm_window_ms)
+    # A window starting at this rebalance with enough starts covers up to its last start.
+    reach = F.when(F.count("*").over(ahead) >= storm_count, F.max("start_ms").over(ahead))
+    covered_until = F.max("_reach").over(so_far)
+    covered_before = F.max("_reach").over(by_start.rowsBetween(Window.unboundedPreceding, -1))
+    in_storm = F.coalesce(covered_until >= F.col("start_ms"), F.lit(False))
+    # A storm begins where nothing before covers this start.
+    begins = in_storm & F.coalesce(covered_before < F.col("start_ms"), F.lit(True))
+    storm_id = F.when(F.col("_in_storm"), _last(F.col("_begins"), F.col("rebalance_id"), so_far))
+    return (
+        rebalances.withColumn("_reach", reach)
+        .withColumns({"_in_storm": in_storm, "_begins": begins})
+        .withColumn("storm_id", storm_id)
+        .drop("_reach", "_in_storm", "_begins")
+    )
+
+
+def storms_of(rebalances: DataFrame) -> DataFrame:
+    """One row per storm: its span, its rebalances, their causes (cause → count) and the
+    members behind them."""
+    stormy = rebalances.where(F.col("storm_id").isNotNull())
+    causes = (
+        stormy.groupBy("group_id", "storm_id", "cause")
+        .agg(F.count("*").alias("count"))
+        .groupBy("group_id", "storm_id")
+        .agg(
+            F.map_from_entries(F.array_sort(F.collect_list(F.struct("cause", "count")))).alias(
+                "causes"
+            )
+        )
+    )
+    return (
+        stormy.groupBy("group_id", "storm_id")
+        .agg(
+            F.min("start_ms").alias("first_start_ms"),
+            F.max("start_ms").alias("last_start_ms"),
+            F.count("*").cast("int").alias("rebalances"),
+            F.array_sort(F.collect_set("cause_member_id")).alias("member_ids"),
+            F.sum("duration_ms").alias("rebalancing_ms"),
+            _seconds(F.sum("unavailable_partition_ms")).alias("unavailable_partition_s"),
+        )
+        .join(causes, ["group_id", "storm_id"])
+        .select(
+            "group_id",
+            "storm_id",
+            "first_start_ms",
+            "last_start_ms",
+            (F.col("last_start_ms") - F.col("first_start_ms")).alias("span_ms"),
+            "rebalances",
+            "causes",
+            "member_ids",
+            "rebalancing_ms",
+            "unavailable_partition_s",
+        )
+    )
+
+
+# -- comparisons -----------------------------------------------------------------------------
+
+
+def compare_rebalances(rebalances: DataFrame, *keys: str) -> DataFrame:
+    """Rebalance figures per ``keys`` (e.g. rebalance_protocol, protocol_name), exact
+    percentiles."""
+    durations = F.percentile("duration_ms", F.array(F.lit(0.5), F.lit(0.95)))
+    return (
+        rebalances.groupBy(*keys)
+        .agg(
+            F.countDistinct("group_id").cast("int").alias("groups"),
+            F.count("*").cast("int").alias("rebalances"),
+            F.sum(F.col("completed").cast("int")).cast("int").alias("completed"),
+            durations.alias("_durations"),
+            F.max("duration_ms").alias("duration_ms_max"),
+            F.percentile("join_ms", 0.5).alias("join_ms_p50"),
+            F.percentile("sync_ms", 0.5).alias("sync_ms_p50"),
+            F.sum("partitions_moved").alias("partitions_moved"),
+            F.avg("partitions_moved").alias("partitions_moved_mean"),
+            F.avg("stickiness").alias("stickiness_mean"),
+            _seconds(F.sum("unavailable_partition_ms")).alias("unavailable_partition_s"),
+            _seconds(F.avg("unavailable_partition_ms")).alias("unavailable_partition_s_mean"),
+        )
+        .select(
+            *keys,
+            "groups",
+            "rebalances",
+            "completed",
+            F.col("_durations")[0].alias("duration_ms_p50"),
+            F.col("_durations")[1].alias("duration_ms_p95"),
+            "duration_ms_max",
+            "join_ms_p50",
+            "sync_ms_p50",
+            "partitions_moved",
+            "partitions_moved_mean",
+            "stickiness_mean",
+            "unavailable_partition_s",
+            "unavailable_partition_s_mean",
+        )
+    )
+
+
+# -- the report ------------------------------------------------------------------------------
+
+
+_REBALANCE_COLUMNS = (
+    "group_id",
+    "rebalance_id",
+    "start_ms",
+    "from_state",
+    "reason",
+    "cause",
+    "cause_member_id",
+    "end_ms",
+    "end_state",
+    "completed",
+    "duration_ms",
+    "join_ms",
+    "sync_ms",
+    "restarts",
+    "generations",
+    "generation_id",
+    "protocol_name",
+    "rebalance_protocol",
+    "members_before",
+    "members_after",
+    "partitions_before",
+    "partitions_after",
+    "partitions_moved",
+    "partitions_kept",
+    "stickiness",
+    "partitions_revoked",
+    "unavailable_partition_ms",
+    "storm_id",
+)
+
+
+def materialized(step: str, frame: DataFrame) -> DataFrame:
+    """``frame`` computed once and cut loose from its lineage (``localCheckpoint``, memory then
+    disk). The tables share intermediate frames: left as plans, the last ones would hold the
+    event pipeline half a dozen times, and Spark analyses the whole tree again at every step.
+    ``step`` names the frame (for progress reports)."""
+    return frame.localCheckpoint(eager=True)
+
+
+def report_tables(
+    history: DataFrame,
+    *,
+    storm_count: int,
+    storm_window_ms: int,
+    materialize: Callable[[str, DataFrame], DataFrame] = materialized,
+) -> dict[str, DataFrame]:
+    """Every output table (``TABLES``) of a history DataFrame (``HISTORY_STRUCT``); the frames
+    several tables share go through ``materialize(step, frame)``."""
+    events = materialize("events", history.transform(prepared_events))
+    rebalances = materialize("rebalances", events.transform(rebalances_of))
+    changes = materialize(
+        "partition moves",
+        rebalances.transform(partition_changes, events.transform(member_instances_of)),
+    )
+    unavailability = materialize(
+        "partition unavailability",
+        changes.transform(revocations).transform(
+            partition_unavailability, events.transform(stored_assignments)
+        ),
+    )
+    complete = materialize(
+        "storms",
+        rebalances.transform(with_partition_moves, changes)
+        .transform(with_unavailability, unavailability)
+        .transform(with_storms, storm_count, storm_window_ms)
+        .select(*_REBALANCE_COLUMNS),
+    )
+    return {
+        "rebalances": complete,
+        "generations": events.transform(generations_of),
+        "partition_moves": changes.where("after_known").select(
+            "group_id",
+            "rebalance_id",
+            "topic",
+            "partition",
+            "member_before",
+            "member_after",
+            "moved",
+            "kept",
+        ),
+        "partition_unavailability": unavailability,
+        "storms": complete.transform(storms_of),
+        "assignors": complete.transform(compare_rebalances, "rebalance_protocol", "protocol_name"),
+        "protocols": complete.transform(compare_rebalances, "rebalance_protocol"),
+    }
+
+
+# -- summary.json ----------------------------------------------------------------------------
+
+
+def _number(value: Any, digits: int = 3) -> Any:
+    return round(value, digits) if isinstance(value, float) else value
+
+
+def _durations(p50: Any, p95: Any, longest: Any) -> dict[str, Any]:
+    return {"p50": _number(p50), "p95": _number(p95), "max": longest}
+
+
+def _no_rebalances() -> dict[str, Any]:
+    """A group's entry when the history holds no rebalance of it."""
+    return {
+        "rebalances": 0,
+        "completed": 0,
+        "duration_ms": _durations(None, None, None),
+        "partitions_moved": 0,
+        "stickiness_mean": None,
+        "causes": {},
+        "unavailable_partition_s": 0.0,
+        "storms": 0,
+    }
+
+
+def _figures(row: Row) -> dict[str, Any]:
+    """A ``compare_rebalances`` row as JSON."""
+    return {
+        "groups": row["groups"],
+        "rebalances": row["rebalances"],
+        "completed": row["completed"],
+        "duration_ms": _durations(
+            row["duration_ms_p50"], row["duration_ms_p95"], row["duration_ms_max"]
+        ),
+        "join_ms_p50": _number(row["join_ms_p50"]),
+        "sync_ms_p50": _number(row["sync_ms_p50"]),
+        "partitions_moved": row["partitions_moved"] or 0,
+        "partitions_moved_mean": _number(row["partitions_moved_mean"]),
+        "stickiness_mean": _number(row["stickiness_mean"], 4),
+        "unavailable_partition_s": _number(row["unavailable_partition_s"] or 0.0),
+        "unavailable_partition_s_mean": _number(row["unavailable_partition_s_mean"]),
+    }
+
+
+def _group_entries(rebalances: DataFrame) -> dict[str, dict[str, Any]]:
+    """The summary's entry of every group that has rebalances."""
+    causes: dict[str, dict[str, int]] = {}
+    for row in rebalances.groupBy("group_id", "cause").count().orderBy("cause").collect():
+        causes.setdefault(row["group_id"], {})[row["cause"]] = row["count"]
+    entries = {}
+    for row in (
+        rebalances.groupBy("group_id")
+        .agg(
+            F.count("*").alias("rebalances"),
+            F.sum(F.col("completed").cast("int")).alias("completed"),
+            F.percentile("duration_ms", F.array(F.lit(0.5), F.lit(0.95))).alias("durations"),
+            F.max("duration_ms").alias("duration_max"),
+            F.sum("partitions_moved").alias("partitions_moved"),
+            F.avg("stickiness").alias("stickiness"),
+            _seconds(F.sum("unavailable_partition_ms")).alias("unavailable_partition_s"),
+            F.countDistinct("storm_id").alias("storms"),
+        )
+        .collect()
+    ):
+        p50, p95 = row["durations"] or (None, None)
+        entries[row["group_id"]] = {
+            "rebalances": row["rebalances"],
+            "completed": row["completed"],
+            "duration_ms": _durations(p50, p95, row["duration_max"]),
+            "partitions_moved": row["partitions_moved"] or 0,
+            "stickiness_mean": _number(row["stickiness"], 4),
+            "causes": causes.get(row["group_id"], {}),
+            "unavailable_partition_s": _number(row["unavailable_partition_s"] or 0.0),
+            "storms": row["storms"],
+        }
+    return entries
+
+
+def _top_members(rebalances: DataFrame, top: int) -> list[dict[str, Any]]:
+    """The members behind the most rebalances, most first, with their causes."""
+    per_cause = (
+        rebalances.where(F.col("cause_member_id").isNotNull())
+        .groupBy("group_id", "cause_member_id", "cause")
+        .count()
+    )
+    ranked = (
+        per_cause.groupBy("group_id", "cause_member_id")
+        .agg(
+            F.sum("count").alias("rebalances"),
+            F.map_from_entries(F.collect_list(F.struct("cause", "count"))).alias("causes"),
+        )
+        .orderBy(F.desc("rebalances"), "group_id", "cause_member_id")
+        .limit(top)
+    )
+    return [
+        {
+            "group_id": row["group_id"],
+            "member_id": row["cause_member_id"],
+            "rebalances": row["rebalances"],
+            "causes": dict(sorted(row["causes"].items())),
+        }
+        for row in ranked.collect()
+    ]
+
+
+def _keyed(comparison: DataFrame, key: str) -> dict[str, dict[str, Any]]:
+    return {row[key] or "unknown": _figures(row) for row in comparison.orderBy(key).collect()}
+
+
+def build_summary(
+    tables: dict[str, DataFrame],
+    group_ids: list[str],
+    *,
+    input_path: str,
+    events: int,
+    files: int,
+    storm_count: int,
+    storm_window_ms: int,
+    top: int = 10,
+) -> dict[str, Any]:
+    """summary.json (its shape is in docs/analysis.md) from the report tables; only small
+    aggregates reach the driver."""
+    rebalances = tables["rebalances"]
+    entries = _group_entries(rebalances)
+    overall = compare_rebalances(rebalances.withColumn("_all", F.lit(1)), "_all").collect()
+    figures = _figures(overall[0]) if overall else _no_rebalances()
+    totaled = ("rebalances", "completed", "duration_ms", "partitions_moved")
+    return {
+        "job": "rebalance_report",
+        "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "input": {
+            "path": input_path,
+            "files": files,
+            "events": events,
+            "schema_version": SCHEMA_VERSION,
+        },
+        "parameters": {"storm_count": storm_count, "storm_window_ms": storm_window_ms},
+        "totals": {
+            "groups": len(group_ids),
+            **{key: figures[key] for key in totaled},
+            "unavailable_partition_s": figures["unavailable_partition_s"],
+            "storms": tables["storms"].count(),
+        },
+        "groups": {
+            group_id: entries.get(group_id) or _no_rebalances() for group_id in sorted(group_ids)
+        },
+        "assignors": _keyed(tables["assignors"], "protocol_name"),
+        "protocols": _keyed(tables["protocols"], "rebalance_protocol"),
+        "top_members": _top_members(rebalances, top),
+        "tables": list(TABLES),
+    }
+
+
+def run(
+    spark: SparkSession,
+    input_dir: str | Path,
+    output_dir: str | Path,
+    *,
+    storm_count: int = DEFAULT_STORM_COUNT,
+    storm_window_ms: int = DEFAULT_STORM_WINDOW_MS,
+    on_phase: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Read the history under ``input_dir``, write the report to ``output_dir`` (replacing it
+    whole), return the summary. Raises ``HistoryError`` for bad input, before any Spark work."""
+    if storm_count < 1 or storm_window_ms < 0:
+        raise ValueError("storm_count must be at least 1 and storm_window_ms at least 0")
+
+    def phase(text: str) -> None:
+        spark.sparkContext.setJobDescription(f"rebalance_report: {text}")
+        if on_phase is not None:
+            on_phase(text)
+
+    phase("checking the input")
+    files = check_history(input_dir)
+    phase("reading the history")
+    history = read_history(spark, input_dir)
+    events_per_group = {
+        row["group_id"]: row["count"] for row in history.groupBy("group_id").count().collect()
+    }
+
+    def computed(step: str, frame: DataFrame) -> DataFrame:
+        phase(f"computing {step}")
+        return materialized(step, frame)
+
+    tables = report_tables(
+        history, storm_count=storm_count, storm_window_ms=storm_window_ms, materialize=computed
+    )
+    staging = staging_directory(output_dir)
+    try:
+        for name in TABLES:
+            phase(f"writing {name}")
+            frame = tables[name]
+            if name in ("storms", "assignors", "protocols"):
+                frame = frame.coalesce(1)
+            frame.write.parquet(str(staging / name))
+        phase("writing summary.json")
+        summary = build_summary(
+            tables,
+            sorted(events_per_group),
+            input_path=str(input_dir),
+            events=sum(events_per_group.values()),
+            files=len(files),
+            storm_count=storm_count,
+            storm_window_ms=storm_window_ms,
+        )
+        write_json_atomically(staging / "summary.json", summary)
+        replace_directory(staging, output_dir)
+    except BaseException:
+        discard_directory(staging)
+        raise
+    finally:
+        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+    return summary

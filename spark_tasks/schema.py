@@ -1,0 +1,142 @@
+"""The rebalance history as Parquet: one row per engine event (``coordinator_engine.events``).
+
+This is the contract between whatever writes the history (``manage.py export_history`` from the
+stored events, ``manage.py generate_history`` from the engine driven in virtual time) and the
+Spark jobs that read it. It imports pyarrow only, so writers need neither Django nor Spark.
+docs/analysis.md documents every column.
+
+A dataset is a directory of Parquet files partitioned by day, Hive style
+(``DIR/day=2026-11-24/part-….parquet``); ``day`` is the UTC date of ``at_ms``. Columns an event
+type does not have are null. Each event's fields land in typed columns, so a job never parses
+JSON; the only field not carried is ``AssignmentStored.assignments`` (the raw assignment bytes,
+hex), whose decoded form is ``assignment``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = [
+    "HISTORY_SCHEMA",
+    "PARTITION_COLUMN",
+    "SCHEMA_VERSION",
+    "day_of",
+    "row_of",
+    "table_of",
+]
+
+SCHEMA_VERSION = 1
+PARTITION_COLUMN = "day"
+
+_TOPIC_PARTITION = pa.struct([("topic", pa.string()), ("partition", pa.int32())])
+
+HISTORY_SCHEMA = pa.schema(
+    [
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("prev_seq", pa.int64(), nullable=False),
+        pa.field("group_id", pa.string(), nullable=False),
+        pa.field("type", pa.string(), nullable=False),
+        pa.field("at_ms", pa.int64(), nullable=False),
+        pa.field("generation_id", pa.int32()),
+        pa.field("member_id", pa.string()),
+        pa.field("old_member_id", pa.string()),
+        pa.field("group_instance_id", pa.string()),
+        pa.field("from_state", pa.string()),
+        pa.field("to_state", pa.string()),
+        pa.field("reason", pa.string()),
+        pa.field("detail", pa.string()),
+        pa.field("protocol_type", pa.string()),
+        pa.field("protocol_name", pa.string()),
+        pa.field("leader_id", pa.string()),
+        pa.field("member_ids", pa.list_(pa.string())),
+        pa.field("join_started_ms", pa.int64()),
+        pa.field("rejoined", pa.bool_()),
+        pa.field("client_id", pa.string()),
+        pa.field("client_host", pa.string()),
+        pa.field("session_timeout_ms", pa.int32()),
+        pa.field("rebalance_timeout_ms", pa.int32()),
+        pa.field("protocols", pa.list_(pa.string())),
+        pa.field(
+            "assignment",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("member_id", pa.string()),
+                        ("topic", pa.string()),
+                        ("partition", pa.int32()),
+                    ]
+                )
+            ),
+        ),
+        pa.field("partitions", pa.list_(_TOPIC_PARTITION)),
+        pa.field(
+            "offsets",
+            pa.list_(
+                pa.struct(
+                    [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64())]
+                )
+            ),
+        ),
+        pa.field("tombstoned", pa.bool_()),
+    ],
+    metadata={"rebalance_lab.history_schema": str(SCHEMA_VERSION)},
+)
+
+_COLUMNS = tuple(HISTORY_SCHEMA.names)
+# Event fields copied as they are (same name, same meaning).
+_PLAIN = frozenset(_COLUMNS) - {"assignment", "partitions", "offsets", "member_id"}
+
+
+def day_of(at_ms: int) -> str:
+    """The partition a timestamp belongs to: its UTC date, ``YYYY-MM-DD``."""
+    return datetime.datetime.fromtimestamp(at_ms / 1000, tz=datetime.UTC).date().isoformat()
+
+
+def row_of(event: Mapping[str, Any]) -> dict[str, Any]:
+    """One history row from a sequenced event's JSON (``GroupEvent.to_json()`` plus ``seq`` and
+    ``prev_seq``, as the runtime publishes and ``GroupEvent`` rows store it).
+
+    Raises ValueError naming the event when it lacks the envelope fields."""
+    missing = [key for key in ("seq", "group_id", "type", "at_ms") if event.get(key) is None]
+    if missing:
+        raise ValueError(f"event {dict(event)!r} lacks {', '.join(missing)}")
+    row: dict[str, Any] = dict.fromkeys(_COLUMNS)
+    for key, value in event.items():
+        if key in _PLAIN:
+            row[key] = value
+    row["prev_seq"] = event.get("prev_seq") or 0
+    # StaticMemberReplaced names its members old_member_id / new_member_id; the new one is
+    # the member the event is about.
+    row["member_id"] = event.get("member_id", event.get("new_member_id"))
+    kind = event["type"]
+    if kind == "AssignmentStored":
+        partitions = event.get("partitions")
+        if partitions is not None:
+            row["assignment"] = [
+                {"member_id": member, "topic": topic, "partition": partition}
+                for member, owned in partitions.items()
+                for topic, partition in owned
+            ]
+    elif kind == "OffsetsRemoved":
+        row["partitions"] = [
+            {"topic": topic, "partition": partition} for topic, partition in event["partitions"]
+        ]
+    elif kind == "OffsetsCommitted":
+        row["offsets"] = [
+            {"topic": topic, "partition": partition, "offset": offset}
+            for topic, partition, offset in event["offsets"]
+        ]
+    return row
+
+
+def table_of(events: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """A history table (without the ``day`` column, which the partitioning adds) of events."""
+    columns: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+    for event in events:
+        for name, value in row_of(event).items():
+            columns[name].append(value)
+    return pa.Table.from_pydict(columns, schema=HISTORY_SCHEMA)

@@ -1,0 +1,77 @@
+"""``python -m spark_tasks`` as a subprocess: bad input and bad usage exit non-zero with one line
+on stderr naming the problem (no traceback), before Spark starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def spark_tasks(*args: str | Path, module: bool = True) -> subprocess.CompletedProcess[str]:
+    entry = ["-m", "spark_tasks"] if module else [str(ROOT / "spark_tasks" / "__main__.py")]
+    return subprocess.run(
+        [sys.executable, *entry, *map(str, args)],
+        cwd=ROOT if module else "/",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def report(input_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return spark_tasks("rebalance_report", "--input", input_dir, "--output", tmp_path / "out")
+
+
+def assert_one_clear_line(result: subprocess.CompletedProcess[str], status: int, text: str) -> None:
+    assert result.returncode == status, result.stderr
+    assert text in result.stderr
+    assert "Traceback" not in result.stderr and "\tat " not in result.stderr
+
+
+@pytest.mark.parametrize("module", [True, False], ids=["python -m", "the file, as spark-submit"])
+def test_an_unknown_job_is_a_usage_error_that_lists_the_jobs(module: bool) -> None:
+    result = spark_tasks("rebalance_repot", module=module)
+    assert_one_clear_line(result, 2, "invalid choice: 'rebalance_repot'")
+    assert "rebalance_report" in result.stderr.split("choose from")[1]
+
+
+def test_a_storm_count_of_zero_is_a_usage_error(tmp_path: Path) -> None:
+    result = spark_tasks(
+        "rebalance_report", "--input", tmp_path, "--output", tmp_path, "--storm-count", "0"
+    )
+    assert_one_clear_line(result, 2, "--storm-count: must be at least 1, got 0")
+
+
+def test_a_missing_input_directory_fails_naming_it(tmp_path: Path) -> None:
+    result = report(tmp_path / "nowhere", tmp_path)
+    assert_one_clear_line(result, 1, f"error: input directory {tmp_path}/nowhere does not exist")
+
+
+def test_an_empty_input_directory_fails_saying_there_is_no_parquet(tmp_path: Path) -> None:
+    (tmp_path / "history").mkdir()
+    result = report(tmp_path / "history", tmp_path)
+    assert_one_clear_line(result, 1, f"error: no Parquet files under {tmp_path}/history")
+
+
+def test_a_corrupt_parquet_file_fails_naming_the_file(tmp_path: Path) -> None:
+    day = tmp_path / "history" / "day=2026-11-24"
+    day.mkdir(parents=True)
+    (day / "part-0.parquet").write_bytes(b"\x00" * 64)
+    result = report(tmp_path / "history", tmp_path)
+    assert_one_clear_line(result, 1, f"error: {day}/part-0.parquet is not a readable Parquet file")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_file_with_another_schema_fails_naming_the_file_and_the_columns(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "history").mkdir()
+    pq.write_table(pa.table({"seq": [1]}), tmp_path / "history" / "other.parquet")
+    result = report(tmp_path / "history", tmp_path)
+    assert_one_clear_line(result, 1, "other.parquet does not have the history schema: it lacks")

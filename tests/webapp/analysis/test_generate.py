@@ -1,0 +1,242 @@
+"""``generate_history``: a synthetic history from the real engine in virtual time
+(webapp.analysis.generate and ``manage.py generate_history``).
+
+One history of 20,000 events (seed 1) is generated once for the module; the tests read it back
+with pyarrow's dataset reader, as a Spark job would, and check it against the schema, the
+layout, what must occur in it, and the generator's own summary."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+from django.core.management import call_command
+
+from coordinator_engine.client import CLOSE_REASON
+from spark_tasks.schema import HISTORY_SCHEMA
+from webapp.analysis.export import HistoryDirError
+from webapp.analysis.generate import GeneratedHistory, generate_history
+
+ROOT = Path(__file__).resolve().parents[3]
+EVENTS = 20_000
+EVENT_TYPES = {
+    "StateChanged",
+    "GenerationStarted",
+    "MemberJoined",
+    "MemberRemoved",
+    "StaticMemberReplaced",
+    "PendingMemberAdded",
+    "PendingMemberRemoved",
+    "AssignmentStored",
+    "OffsetsCommitted",
+    "OffsetsRemoved",
+    "GroupRemoved",
+}
+ADMIN_REBALANCE = "an admin requested a rebalance"
+
+
+def read_back(directory: Path) -> pa.Table:
+    dataset = ds.dataset(directory, format="parquet", partitioning="hive")
+    return dataset.to_table().sort_by("seq")
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, GeneratedHistory]:
+    directory = tmp_path_factory.mktemp("generated") / "history"
+    return directory, generate_history(directory, EVENTS, seed=1, jobs=1)
+
+
+@pytest.fixture(scope="module")
+def rows(generated: tuple[Path, GeneratedHistory]) -> list[dict[str, Any]]:
+    return read_back(generated[0]).to_pylist()  # type: ignore[no-any-return]
+
+
+def test_the_history_has_at_least_the_events_asked_for_numbered_in_time_order(
+    generated: tuple[Path, GeneratedHistory], rows: list[dict[str, Any]]
+) -> None:
+    _, history = generated
+    # At least N: the coordinators stop acting at their share of N, then let every group
+    # settle, which adds a few events.
+    assert EVENTS <= len(rows) <= EVENTS + 200
+    assert history.events == history.last_seq == len(rows)
+    assert [r["seq"] for r in rows] == list(range(1, len(rows) + 1))
+    times = [r["at_ms"] for r in rows]
+    assert times == sorted(times)
+    last_of_group: dict[str, int] = {}
+    for r in rows:
+        assert r["prev_seq"] == last_of_group.get(r["group_id"], 0), r
+        last_of_group[r["group_id"]] = r["seq"]
+
+
+def test_the_files_follow_the_history_schema_partitioned_by_day(
+    generated: tuple[Path, GeneratedHistory], rows: list[dict[str, Any]]
+) -> None:
+    directory, history = generated
+    files = sorted(directory.glob("day=*/*.parquet"))
+    assert len(files) == history.files
+    for path in files:
+        assert re.fullmatch(r"day=\d{4}-\d\d-\d\d", path.parent.name)
+        first, last = map(int, re.fullmatch(r"part-(\d{12})-(\d{12})\.parquet", path.name).groups())  # type: ignore[union-attr]
+        table = pq.read_table(path)
+        assert table.schema.equals(HISTORY_SCHEMA)
+        assert table.schema.metadata == HISTORY_SCHEMA.metadata
+        seqs = table.column("seq").to_pylist()
+        assert (min(seqs), max(seqs)) == (first, last)
+    for r in rows:
+        moment = datetime.datetime.fromtimestamp(r["at_ms"] / 1000, tz=datetime.UTC)
+        assert r["day"] == moment.date().isoformat()
+    days = sorted({r["day"] for r in rows})
+    assert list(history.days) == days
+    assert days[0] == "2026-03-02"
+    assert len(days) >= 4
+
+
+def test_every_event_type_assignor_and_way_to_leave_a_group_occurs(
+    rows: list[dict[str, Any]],
+) -> None:
+    assert {r["type"] for r in rows} == EVENT_TYPES
+
+    def reasons(kind: str) -> set[str]:
+        return {r["reason"] for r in rows if r["type"] == kind}
+
+    assert {
+        r["protocol_name"] for r in rows if r["type"] == "GenerationStarted" and r["protocol_name"]
+    } == {"range", "roundrobin", "sticky", "cooperative-sticky"}
+    assert reasons("MemberRemoved") >= {
+        "left",
+        "session_timeout",
+        "rebalance_timeout",
+        "sync_timeout",
+        "fenced",
+        "removed_by_admin",
+    }
+    assert reasons("OffsetsRemoved") == {"expired", "deleted", "group_deleted"}
+    assert reasons("GroupRemoved") == {"expired", "deleted", "offsets_deleted"}
+    assert ADMIN_REBALANCE in reasons("StateChanged")
+    assert any(r["type"] == "MemberJoined" and r["group_instance_id"] for r in rows)
+    commits = [r for r in rows if r["type"] == "OffsetsCommitted"]
+    assert {r["generation_id"] for r in commits if not r["member_id"]} == {-1}
+
+
+def test_the_generators_own_counts_agree_with_the_events(
+    generated: tuple[Path, GeneratedHistory], rows: list[dict[str, Any]]
+) -> None:
+    directory, history = generated
+    assert json.loads((directory / "_generated.json").read_text()) == json.loads(
+        json.dumps(history.to_json())
+    )
+    per_group: dict[str, Counter[Any]] = {}
+    for r in rows:
+        counts = per_group.setdefault(r["group_id"], Counter())
+        counts[r["type"]] += 1
+        counts[r["type"], r["reason"]] += 1
+        if r["type"] == "MemberRemoved" and r["reason"] == "left":
+            counts["left", r["detail"]] += 1
+    assert len(history.groups) == 12
+    for group in history.groups:
+        counts = per_group[group.group_id]
+        assert group.fatal_errors == 0
+        assert group.generations == counts["AssignmentStored"], group.group_id
+        assert group.commits == counts["OffsetsCommitted"], group.group_id
+        assert group.admin_rebalances == counts["StateChanged", ADMIN_REBALANCE]
+        assert group.admin_removals == counts["MemberRemoved", "removed_by_admin"]
+        assert group.leaves == counts["left", CLOSE_REASON]
+        assert group.offset_deletions == counts["OffsetsRemoved", "deleted"]
+        assert group.group_deletions == counts["GroupRemoved", "deleted"]
+    consumer_groups = [g for g in history.groups if g.assignor is not None]
+    assert {g.assignor for g in consumer_groups} == {
+        "range",
+        "roundrobin",
+        "sticky",
+        "cooperative-sticky",
+    }
+    assert {g.cooperative for g in consumer_groups} == {True, False}
+    for field in ("joins", "leaves", "crashes", "slow_members", "admin_rebalances", "generations"):
+        assert all(getattr(g, field) > 0 for g in consumer_groups), field
+    for field in ("static_restarts", "admin_removals"):
+        assert all(getattr(g, field) > 0 for g in consumer_groups if g.static_members), field
+    assert sum(g.partition_changes for g in consumer_groups) > 0
+    assert history.cleanups > 0 and history.offsets_expired > 0 and history.groups_expired > 0
+
+
+def test_the_same_seed_gives_the_same_history_whatever_the_jobs(
+    generated: tuple[Path, GeneratedHistory], tmp_path: Path
+) -> None:
+    directory, history = generated
+    again = generate_history(tmp_path / "again", EVENTS, seed=1, jobs=2)
+    assert again == history
+    assert read_back(tmp_path / "again").equals(read_back(directory))
+    assert (tmp_path / "again" / "_generated.json").read_bytes() == (
+        directory / "_generated.json"
+    ).read_bytes()
+
+
+def test_another_seed_gives_another_history(tmp_path: Path) -> None:
+    one = generate_history(tmp_path / "one", 3000, seed=1)
+    two = generate_history(tmp_path / "two", 3000, seed=2)
+    assert one.groups != two.groups
+    assert not read_back(tmp_path / "one").equals(read_back(tmp_path / "two"))
+
+
+def test_bad_arguments_are_refused_in_words(tmp_path: Path) -> None:
+    for events in (0, -5, 2.5, True):
+        with pytest.raises(ValueError, match="events must be an int >= 1"):
+            generate_history(tmp_path / "x", events)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="jobs must be an int from 1 to 2"):
+        generate_history(tmp_path / "x", 10, jobs=3)
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "data.csv").write_text("x")
+    with pytest.raises(HistoryDirError, match="is not empty"):
+        generate_history(tmp_path / "busy", 10)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(HistoryDirError, match="is a file"):
+        generate_history(tmp_path / "file", 10)
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_command_reports_progress_a_summary_line_and_a_table(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    call_command(
+        "generate_history", str(tmp_path / "h"), "--events", "2000", stdout=out, stderr=err
+    )
+    lines = out.getvalue().splitlines()
+    history = json.loads((tmp_path / "h" / "_generated.json").read_text())
+    assert lines[0].startswith(
+        f"Generated {history['events']} events in {history['files']} files to {tmp_path / 'h'} "
+        f"(last seq {history['last_seq']}; days 2026-03-02 to {history['days'][-1]}) in "
+    )
+    assert lines[1].split()[:3] == ["group", "assignor", "coop"]
+    assert [line.split()[0] for line in lines[2:]] == [g["group_id"] for g in history["groups"]]
+    assert err.getvalue().splitlines()[-1].startswith(f"generated {history['events']} events")
+
+
+def test_the_command_exits_non_zero_naming_the_problem(tmp_path: Path) -> None:
+    environment = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "webapp.settings",
+        "SECRET_KEY": "test",
+        "DATABASE": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
+    command = [sys.executable, "manage.py", "generate_history", str(tmp_path)]
+    finished = subprocess.run(
+        [*command, "--events", "0"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert finished.returncode != 0
+    assert "argument --events: must be at least 1, got 0" in finished.stderr
