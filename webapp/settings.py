@@ -248,6 +248,8 @@ LOGGING = {
     "loggers": {
         "webapp": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
         "daphne": {"handlers": ["console"], "level": "INFO"},
+        # The Celery worker and beat log through this configuration too (webapp.housekeeping).
+        "celery": {"handlers": ["console"], "level": "INFO"},
     },
 }
 

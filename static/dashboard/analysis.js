@@ -97,9 +97,12 @@ function durationChart(container, rows) {
   const x = d3.scaleTime().domain(d3.extent(points, (r) => new Date(r.start_ms))).nice().range([m.left, width - m.right]);
   const y = d3.scaleSymlog().constant(10).domain([0, d3.max(points, (r) => r.duration_ms) || 1]).nice().range([height - m.bottom, m.top]);
   svg.append("g").attr("class", "axis").attr("transform", `translate(0,${height - m.bottom})`).call(d3.axisBottom(x).ticks(8));
-  svg.append("g").attr("class", "axis").attr("transform", `translate(${m.left},0)`).call(d3.axisLeft(y).ticks(6, "~s"));
+  // A symlog axis: ticks at the powers of ten, so short and very long rebalances both read.
+  const top = y.domain()[1];
+  const ticks = [0, ...d3.range(1, Math.ceil(Math.log10(top)) + 1).map((p) => 10 ** p).filter((v) => v <= top)];
+  svg.append("g").attr("class", "axis").attr("transform", `translate(${m.left},0)`).call(d3.axisLeft(y).tickValues(ticks).tickFormat(d3.format("~s")));
   svg.append("text").attr("class", "chart-title").attr("x", m.left).attr("y", m.top - 2).text("ms");
-  svg.append("g").selectAll("circle").data(points).join("circle")
+  svg.append("g").attr("class", "dots").selectAll("circle").data(points).join("circle")
     .attr("cx", (r) => x(new Date(r.start_ms)))
     .attr("cy", (r) => y(r.duration_ms))
     .attr("r", 3)
@@ -116,11 +119,11 @@ function durationChart(container, rows) {
   });
 }
 
-function barChart(container, entries, { title, format = number, colour = () => "#2f6fde" }) {
-  const width = 440, barHeight = 22, m = { top: 20, right: 60, bottom: 6, left: 150 };
+function barChart(container, entries, { title, showTitle = true, format = number, colour = () => "#2f6fde" }) {
+  const width = 440, barHeight = 22, m = { top: showTitle ? 20 : 4, right: 60, bottom: 6, left: 150 };
   const height = m.top + m.bottom + Math.max(1, entries.length) * barHeight;
   const svg = svgFor(container, width, height).attr("aria-label", title);
-  svg.append("text").attr("class", "chart-title").attr("x", 0).attr("y", 12).text(title);
+  if (showTitle) svg.append("text").attr("class", "chart-title").attr("x", 0).attr("y", 12).text(title);
   if (!entries.length) {
     svg.append("text").attr("x", m.left).attr("y", m.top + 14).attr("class", "bar-label").text("nothing to show");
     return;
@@ -206,7 +209,7 @@ function renderReport(body) {
     }
   }
   const causeEntries = CAUSES.filter(([cause]) => causes[cause]).map(([cause]) => ({ label: causeWords(cause), cause, value: causes[cause] }));
-  barChart(document.querySelector('[data-chart="causes"]'), causeEntries, { title: "Rebalances by cause", colour: (e) => causeColour.get(e.cause) });
+  barChart(document.querySelector('[data-chart="causes"]'), causeEntries, { title: "Rebalances by cause", showTitle: false, colour: (e) => causeColour.get(e.cause) });
 
   const members = (summary.top_members || []).filter((m) => groupId === null || m.group_id === groupId);
   const topMembers = groupId === null ? members : body.rebalances.length ? topOfGroup(body.rebalances) : [];

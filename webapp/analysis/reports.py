@@ -149,6 +149,13 @@ def _prune(reports_dir: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _on_this_machine(master: str) -> bool:
+    return master.startswith("local") or master.split("://")[-1].split(":")[0] in (
+        "127.0.0.1",
+        "localhost",
+    )
+
+
 def _submit(run: ReportRun, history_dir: Path, reports_dir: Path) -> ReportRun:
     output = reports_dir / f"run-{run.pk}"
     progress_file = reports_dir / f"run-{run.pk}.progress.json"
@@ -174,6 +181,10 @@ def _submit(run: ReportRun, history_dir: Path, reports_dir: Path) -> ReportRun:
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_MASTER": settings.SPARK_MASTER,
     }
+    if _on_this_machine(settings.SPARK_MASTER):
+        # The driver (and its UI, which the page links to) on the loopback address, not on
+        # whatever address Spark would pick: a browser here can open it.
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     _save(run, status=ReportRun.Status.RUNNING, output_dir=str(output), log_path=str(log_path))
     logger.info("report #%s: %s", run.pk, " ".join(command))
     deadline = time.monotonic() + settings.REPORT_TIMEOUT_S

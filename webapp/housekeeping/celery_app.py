@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init
+from celery.signals import beat_init, setup_logging
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
@@ -20,6 +20,17 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # Not autodiscover_tasks(): the tasks live in one known module, imported when the worker
 # finalizes the app (after Django is set up).
 app.conf.imports = ("webapp.housekeeping.tasks",)
+
+
+@setup_logging.connect
+def _django_logging(**kwargs: Any) -> None:
+    """Celery leaves logging to Django's ``LOGGING`` (which has a ``celery`` logger), so each
+    line is printed once, in the same format as the server's."""
+    import logging.config
+
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)
 
 
 @beat_init.connect

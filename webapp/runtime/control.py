@@ -40,6 +40,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+import redis.exceptions
 from asgiref.sync import async_to_sync
 
 from coordinator_engine import LogAppendError
@@ -174,9 +175,9 @@ async def serve_control(runtime: CoordinatorRuntime, layer: Any) -> None:
     while True:
         try:
             message = await layer.receive(CONTROL_CHANNEL)
-        except TimeoutError:
-            # The layer's blocking pop outlived its socket's read timeout (a busy loop): the
-            # request, if any, is still queued.
+        except (TimeoutError, redis.exceptions.TimeoutError):
+            # The layer's blocking pop (5 s) outlived its connection's read timeout: nothing
+            # was popped, nothing is lost; ask again.
             continue
         except Exception as exc:
             failures += 1
