@@ -110,6 +110,7 @@ class LiveServer:
             "REBALANCE_LAB_OPEN_API": "1",
             "REBALANCE_LAB_LOG_PATH": str(workdir / "coordinator.db"),
             "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",
+            "ANALYSIS_DIR": str(workdir / "analysis"),
             **settings,
         }
         self.output = workdir / "serve.log"

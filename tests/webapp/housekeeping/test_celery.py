@@ -80,6 +80,7 @@ def server(tmp_path: Path, redis_server: RedisServer) -> Iterator[LiveServer]:
         HOUSEKEEPING_RETRIES="2",
         HOUSEKEEPING_RETRY_BACKOFF_S="1",
         HOUSEKEEPING_CONTROL_TIMEOUT_S="2",
+        REPORT_AFTER_START_S="0",
     )
     try:
         yield live
@@ -166,8 +167,8 @@ def test_beat_expires_offsets_and_compacts_the_log_through_the_runtime(
         assert log_records(server) == 0
 
         status = {task["key"]: task for task in server.get("/api/housekeeping")["tasks"]}
-        assert set(status) == {"expire-offsets", "compact-log"}
-        for task in status.values():
+        assert set(status) == {"expire-offsets", "compact-log", "rebalance-report"}
+        for task in (status["expire-offsets"], status["compact-log"]):
             assert task["last_run"]["status"] == "SUCCESS"
             (schedule,) = task["schedules"]
             assert schedule["enabled"] and schedule["every"] == "every second"
@@ -213,3 +214,28 @@ def test_a_task_without_a_runtime_retries_then_fails_in_words(server: LiveServer
     assert took_s >= 9
     log = (ROOT / worker.output).read_text()
     assert log.count("Retry in") == 2, log
+
+
+def test_beat_sends_a_report_soon_after_it_starts(server: LiveServer) -> None:
+    """A new installation gets a report without waiting for the hourly run: beat sends one
+    ``REPORT_AFTER_START_S`` after it starts (here 1 s; with no history yet, the run fails
+    saying so, before any Spark work)."""
+    server.env["REPORT_AFTER_START_S"] = "1"
+    server.manage("migrate", "--noinput", "-v", "0")
+    worker = Celery(server, "worker", "worker", "--pool", "solo", "--loglevel", "INFO")
+    beat = Celery(server, "beat", "beat", "--max-interval", "1", "--pidfile=")
+    try:
+        (run,) = wait_for(lambda: report_runs(server), 60, "the report beat sends at its start")
+        wait_for(lambda: report_runs(server)[0]["status"] == "failed", 30, "the run to end")
+    finally:
+        beat.stop()
+        worker.stop()
+    (run,) = report_runs(server)
+    assert run["trigger"] == "start"
+    assert run["error"] == "no history to analyse yet: the coordinator has stored no events"
+
+
+def report_runs(server: LiveServer) -> list[dict[str, Any]]:
+    with sqlite3.connect(server.env["DATABASE"].removeprefix("sqlite:///")) as db:
+        db.row_factory = sqlite3.Row
+        return [dict(row) for row in db.execute("SELECT * FROM webapp_reportrun ORDER BY id")]

@@ -28,11 +28,8 @@ def server(tmp_path: Path) -> Iterator[LiveServer]:
     live = LiveServer(
         tmp_path,
         COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS="0",
-        ANALYSIS_DIR=str(tmp_path / "analysis"),
         SPARK_MASTER="local[2]",
         SPARK_UI="0",
-        # The worker and the server share the in-memory broker of nobody: the report needs
-        # no runtime, and Celery's broker is the Redis each test starts.
     )
     try:
         yield live
