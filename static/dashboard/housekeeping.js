@@ -29,7 +29,7 @@ function when(iso) {
 }
 
 function resultText(run) {
-  if (!run) return "never run";
+  if (!run) return "—";
   if (run.status === "FAILURE") return `failed: ${run.error}`;
   const result = run.result || {};
   const parts = Object.entries(RESULT_WORDS)

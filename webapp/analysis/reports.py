@@ -46,6 +46,7 @@ __all__ = [
     "ReportFailed",
     "create_run",
     "latest_report",
+    "refuse_run",
     "run_report",
     "spark_submit",
 ]
@@ -72,6 +73,13 @@ def spark_submit() -> Path:
 
 def create_run(trigger: str) -> ReportRun:
     return ReportRun.objects.create(trigger=trigger, spark_master=settings.SPARK_MASTER)
+
+
+def refuse_run(run_id: int, reason: str) -> None:
+    """A run that could not be queued: failed, with the reason."""
+    ReportRun.objects.filter(pk=run_id, status=ReportRun.Status.QUEUED).update(
+        status=ReportRun.Status.FAILED, finished_at=timezone.now(), error=reason
+    )
 
 
 def latest_report() -> ReportRun | None:

@@ -120,7 +120,15 @@ def run_now(key: str) -> str:
     the page shows the run as queued even before a worker takes it."""
     item = TASKS[key]
     task = item.task
-    task_id = str(task.apply_async(kwargs=item.arguments()).id)
+    arguments = item.arguments()
+    try:
+        task_id = str(task.apply_async(kwargs=arguments).id)
+    except Exception as exc:
+        if "run_id" in arguments:  # the report's row says why it never ran
+            from webapp.analysis.reports import refuse_run
+
+            refuse_run(arguments["run_id"], f"the Celery broker did not take it: {exc}")
+        raise
     TaskResult.objects.get_or_create(
         task_id=task_id, defaults={"task_name": task.name, "status": "PENDING"}
     )

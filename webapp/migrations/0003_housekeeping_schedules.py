@@ -8,14 +8,14 @@ DEFAULTS = (
     (
         "Expire offsets and tombstone empty groups",
         "housekeeping.expire_offsets",
-        600,
+        (10, "minutes"),
         "Kafka's cleanupGroupMetadata: offsets past offsets.retention.ms (7 days) are removed "
         "and Empty groups left without offsets are deleted (KIP-211).",
     ),
     (
         "Compact the record log",
         "housekeeping.compact_log",
-        3600,
+        (1, "hours"),
         "As Kafka's log cleaner compacts __consumer_offsets: superseded records and spent "
         "tombstones are dropped; a replay gives the same state.",
     ),
@@ -25,8 +25,8 @@ DEFAULTS = (
 def create(apps, schema_editor):
     interval_schedule = apps.get_model("django_celery_beat", "IntervalSchedule")
     periodic_task = apps.get_model("django_celery_beat", "PeriodicTask")
-    for name, task, every_s, description in DEFAULTS:
-        schedule, _ = interval_schedule.objects.get_or_create(every=every_s, period="seconds")
+    for name, task, (every, period), description in DEFAULTS:
+        schedule, _ = interval_schedule.objects.get_or_create(every=every, period=period)
         periodic_task.objects.get_or_create(
             name=name, defaults={"task": task, "interval": schedule, "description": description}
         )

@@ -9,7 +9,7 @@ def create_schedule(apps, schema_editor):
     """The report hourly (beat also sends one a minute after it starts: webapp.housekeeping)."""
     interval_schedule = apps.get_model("django_celery_beat", "IntervalSchedule")
     periodic_task = apps.get_model("django_celery_beat", "PeriodicTask")
-    hourly, _ = interval_schedule.objects.get_or_create(every=3600, period="seconds")
+    hourly, _ = interval_schedule.objects.get_or_create(every=1, period="hours")
     periodic_task.objects.get_or_create(
         name=REPORT_SCHEDULE,
         defaults={

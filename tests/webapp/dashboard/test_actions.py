@@ -259,7 +259,7 @@ async def test_run_task_names_the_tasks_and_says_when_the_broker_refuses(
     unknown = await act(staff, "run-task", {"task": "defragment"})
     assert unknown.status_code == 400
     assert unknown.json()["error"] == (
-        "no housekeeping task 'defragment'; one of expire-offsets, compact-log"
+        "no housekeeping task 'defragment'; one of expire-offsets, compact-log, rebalance-report"
     )
     from webapp.housekeeping.celery_app import app
 
