@@ -62,6 +62,7 @@ read ConsumerProtocolSubscription v1 (which has no ``generation_id`` field)::
 from __future__ import annotations
 
 import functools
+import operator
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -184,6 +185,9 @@ class _Writer:
         for topic, partitions in groups:
             self.string(topic, f"{field} topic")
             self.parts.append(_INT32.pack(len(partitions)))
+            if all(type(p) is int and -(2**31) <= p < 2**31 for p in partitions):
+                self.parts.append(struct.pack(f">{len(partitions)}i", *partitions))
+                continue
             for partition in partitions:
                 self.int32(partition, f"{field} partition of {topic!r}")
 
@@ -199,12 +203,94 @@ def _group_by_topic(pairs: Iterable[tuple[str, int]]) -> list[tuple[str, list[in
     return list(groups.items())
 
 
+def _sorted_by_java_topic(pairs: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    """``(topic, partition)`` pairs sorted by topic in Java's order, then partition. ASCII
+    topics sort the same in Python's order, which needs no key computed per pair."""
+    pairs = list(pairs)
+    if all(type(tp) is tuple and len(tp) == 2 and type(tp[0]) is str for tp in pairs) and all(
+        topic.isascii() for topic in {tp[0] for tp in pairs}
+    ):
+        return sorted(pairs, key=_TOPIC_PARTITION)
+    return sorted(pairs, key=lambda tp: (java_string_key(tp[0]), tp[1]))
+
+
+_TOPIC_PARTITION = operator.itemgetter(0, 1)
+
+
 def _check_version(version: int, message: str) -> None:
     if not LOWEST_SUPPORTED_VERSION <= version <= HIGHEST_SUPPORTED_VERSION:
         raise ValueError(
             f"unsupported {message} version {version} "
             f"(supported: {LOWEST_SUPPORTED_VERSION}-{HIGHEST_SUPPORTED_VERSION})"
         )
+
+
+# -- the encoders' fast paths: plain values (ASCII names, ints in range, bytes or None) are
+# written in one go, with the same bytes; anything else takes the field-by-field writer, which
+# raises the error that names the field.
+
+
+def _plain_name(text: object) -> bool:
+    """A str that encodes as it is (ASCII) within a string's length, and sorts in Java's
+    order already."""
+    return type(text) is str and text.isascii() and len(text) <= 0x7FFF
+
+
+def _plain_pairs(pairs: object) -> bool:
+    return all(
+        type(tp) is tuple
+        and len(tp) == 2
+        and type(tp[0]) is str
+        and tp[0].isascii()
+        and len(tp[0]) <= 0x7FFF
+        and type(tp[1]) is int
+        and -(2**31) <= tp[1] < 2**31
+        for tp in pairs  # type: ignore[attr-defined]
+    )
+
+
+def _plain_bytes(data: object) -> bool:
+    return data is None or type(data) is bytes
+
+
+def _nullable_bytes(data: bytes | None) -> bytes:
+    return _INT32.pack(-1) if data is None else _INT32.pack(len(data)) + data
+
+
+def _plain_topic_partitions(groups: list[tuple[str, list[int]]]) -> list[bytes]:
+    parts = [_INT32.pack(len(groups))]
+    for topic, partitions in groups:
+        parts.append(_INT16.pack(len(topic)) + topic.encode("ascii"))
+        parts.append(struct.pack(f">i{len(partitions)}i", len(partitions), *partitions))
+    return parts
+
+
+def _plain_subscription(subscription: ConsumerProtocolSubscription, version: int) -> bytes | None:
+    """``encode_subscription`` of a plain subscription; None for any other."""
+    topics = subscription.topics
+    owned = subscription.owned_partitions if version >= 1 else ()
+    generation = subscription.generation_id if version >= 2 else 0
+    rack = subscription.rack_id if version >= 3 else None
+    if not (
+        all(type(topic) is str and topic.isascii() and len(topic) <= 0x7FFF for topic in topics)
+        and _plain_bytes(subscription.user_data)
+        and _plain_pairs(owned)
+        and type(generation) is int
+        and -(2**31) <= generation < 2**31
+        and (rack is None or _plain_name(rack))
+    ):
+        return None
+    parts = [_INT16.pack(version), _INT32.pack(len(topics))]
+    for topic in sorted(topics):
+        parts.append(_INT16.pack(len(topic)) + topic.encode("ascii"))
+    parts.append(_nullable_bytes(subscription.user_data))
+    if version >= 1:
+        parts += _plain_topic_partitions(_group_by_topic(sorted(owned)))
+    if version >= 2:
+        parts.append(_INT32.pack(generation))
+    if version >= 3:
+        parts.append(_INT16.pack(-1) if rack is None else _INT16.pack(len(rack)) + rack.encode())
+    return b"".join(parts)
 
 
 def encode_subscription(subscription: ConsumerProtocolSubscription, version: int = 3) -> bytes:
@@ -214,6 +300,9 @@ def encode_subscription(subscription: ConsumerProtocolSubscription, version: int
     ``ConsumerProtocol.serializeSubscription`` does; fields the version lacks are dropped.
     """
     _check_version(version, "ConsumerProtocolSubscription")
+    plain = _plain_subscription(subscription, version)
+    if plain is not None:
+        return plain
     out = _Writer(f"ConsumerProtocolSubscription v{version}")
     out.int16(version)
     topics = sorted(subscription.topics, key=java_string_key)
@@ -222,9 +311,7 @@ def encode_subscription(subscription: ConsumerProtocolSubscription, version: int
         out.string(topic, "topic")
     out.nullable_bytes(subscription.user_data)
     if version >= 1:
-        owned = sorted(
-            subscription.owned_partitions, key=lambda tp: (java_string_key(tp[0]), tp[1])
-        )
+        owned = _sorted_by_java_topic(subscription.owned_partitions)
         out.topic_partitions(_group_by_topic(owned), "owned_partitions")
     if version >= 2:
         out.int32(subscription.generation_id, "generation_id")
@@ -240,6 +327,11 @@ def encode_assignment(assignment: ConsumerProtocolAssignment, version: int = 3) 
     order given (Kafka's ``ConsumerProtocol.serializeAssignment``).
     """
     _check_version(version, "ConsumerProtocolAssignment")
+    if _plain_pairs(assignment.assigned_partitions) and _plain_bytes(assignment.user_data):
+        groups = _group_by_topic(assignment.assigned_partitions)
+        return b"".join([_INT16.pack(version), *_plain_topic_partitions(groups)]) + (
+            _nullable_bytes(assignment.user_data)
+        )
     out = _Writer(f"ConsumerProtocolAssignment v{version}")
     out.int16(version)
     out.topic_partitions(_group_by_topic(assignment.assigned_partitions), "assigned_partitions")
@@ -328,6 +420,24 @@ class _Reader:
         assert value is not None  # only nullable strings decode to None
         return value
 
+    def plain_string(self) -> str | None:
+        """The next string if it is well-formed, else None with the position unchanged: the
+        caller then reads it with `required_string`, which raises the precise error. (The fast
+        path of arrays of strings: no field name to build per element.)"""
+        data = self.data
+        start = self.position + 2
+        if start <= len(data):
+            (length,) = _INT16.unpack_from(data, self.position)
+            end = start + length
+            if length >= 0 and end <= len(data):
+                try:
+                    value = data[start:end].decode("utf-8")
+                except UnicodeDecodeError:
+                    return None
+                self.position = end
+                return value
+        return None
+
     def nullable_bytes(self, field: str) -> bytes | None:
         at = self.position
         length = self.int32(f"{field} length")
@@ -343,9 +453,19 @@ class _Reader:
     def topic_partitions(self, field: str) -> tuple[tuple[str, int], ...]:
         pairs: list[tuple[str, int]] = []
         # Each element is at least a topic length and a partition count: 6 bytes.
+        data = self.data
         for index in range(self.count(field, 6)):
-            topic = self.required_string(f"{field}[{index}] topic")
-            n = self.count(f"{field}[{index}] partitions", 4)
+            topic = self.plain_string()
+            if topic is not None and self.position + 4 <= len(data):
+                (n,) = _INT32.unpack_from(data, self.position)
+                if n >= 0 and self.position + 4 + 4 * n <= len(data):
+                    self.position += 4
+                else:
+                    n = self.count(f"{field}[{index}] partitions", 4)
+            else:
+                if topic is None:
+                    topic = self.required_string(f"{field}[{index}] topic")
+                n = self.count(f"{field}[{index}] partitions", 4)
             partitions = struct.unpack_from(f">{n}i", self.data, self.position)
             self.position += 4 * n
             pairs.extend((topic, partition) for partition in partitions)
@@ -369,14 +489,35 @@ def _read_version(reader: _Reader) -> int:
     return min(version, HIGHEST_SUPPORTED_VERSION)
 
 
+#: Messages up to this size are remembered (at most 1,024 of each kind: 16 MiB at worst).
+_REMEMBERED_BYTES = 16 * 1024
+
+
 def decode_subscription(data: bytes | bytearray | memoryview) -> ConsumerProtocolSubscription:
-    """A ConsumerProtocolSubscription from its bytes (any version >= 0, version prefix included)."""
+    """A ConsumerProtocolSubscription from its bytes (any version >= 0, version prefix included).
+
+    The coordinator (for the group's topics) and the leader (to assign) read the same
+    metadata: small ones are remembered by their bytes (the result is immutable)."""
+    if type(data) is bytes and len(data) <= _REMEMBERED_BYTES:
+        return _remembered_subscription(data)
+    return _decode_subscription(data)
+
+
+@functools.lru_cache(maxsize=1024)
+def _remembered_subscription(data: bytes) -> ConsumerProtocolSubscription:
+    return _decode_subscription(data)
+
+
+def _decode_subscription(data: bytes | bytearray | memoryview) -> ConsumerProtocolSubscription:
     reader = _Reader(
         _as_bytes(data, "ConsumerProtocolSubscription"), "ConsumerProtocolSubscription"
     )
     version = _read_version(reader)
     topics = tuple(
-        reader.required_string(f"topics[{index}]") for index in range(reader.count("topics", 2))
+        topic
+        if (topic := reader.plain_string()) is not None
+        else reader.required_string(f"topics[{index}]")
+        for index in range(reader.count("topics", 2))
     )
     user_data = reader.nullable_bytes("user_data")
     owned: tuple[tuple[str, int], ...] = ()
@@ -397,28 +538,31 @@ def decode_subscription(data: bytes | bytearray | memoryview) -> ConsumerProtoco
     )
 
 
-#: Subscriptions up to this size are remembered (at most 1,024 of them: 16 MiB at worst).
-_REMEMBERED_SUBSCRIPTION_BYTES = 16 * 1024
-
-
 def subscribed_topics(metadata: bytes) -> tuple[str, ...]:
     """The topics a ConsumerProtocolSubscription names (raises ConsumerProtocolError).
 
     Members send the same metadata rejoin after rejoin, and decoding all of them took ~9 of the
     ~12 ms of the call that completes a 200-member join phase: small ones are remembered by
-    their bytes."""
-    if len(metadata) > _REMEMBERED_SUBSCRIPTION_BYTES:
-        return decode_subscription(metadata).topics
-    return _remembered_subscribed_topics(bytes(metadata))
-
-
-@functools.lru_cache(maxsize=1024)
-def _remembered_subscribed_topics(metadata: bytes) -> tuple[str, ...]:
+    their bytes (``decode_subscription``)."""
     return decode_subscription(metadata).topics
 
 
 def decode_assignment(data: bytes | bytearray | memoryview) -> ConsumerProtocolAssignment:
-    """A ConsumerProtocolAssignment from its bytes (any version >= 0, version prefix included)."""
+    """A ConsumerProtocolAssignment from its bytes (any version >= 0, version prefix included).
+
+    The coordinator (for its events) and the member read the same assignment: small ones are
+    remembered by their bytes (the result is immutable)."""
+    if type(data) is bytes and len(data) <= _REMEMBERED_BYTES:
+        return _remembered_assignment(data)
+    return _decode_assignment(data)
+
+
+@functools.lru_cache(maxsize=1024)
+def _remembered_assignment(data: bytes) -> ConsumerProtocolAssignment:
+    return _decode_assignment(data)
+
+
+def _decode_assignment(data: bytes | bytearray | memoryview) -> ConsumerProtocolAssignment:
     reader = _Reader(_as_bytes(data, "ConsumerProtocolAssignment"), "ConsumerProtocolAssignment")
     _read_version(reader)
     assigned = reader.topic_partitions("assigned_partitions")

@@ -83,7 +83,7 @@ from .records import (
     decode_offset_commit_value,
     group_metadata_record,
     group_metadata_tombstone,
-    offset_commit_record,
+    offset_commit_records,
     offset_commit_tombstone,
 )
 from .reply import Reply
@@ -154,6 +154,13 @@ def _join_error(member_id: str, code: Errors) -> Reply[JoinGroupResponse]:
 
 def _sync_error(code: Errors) -> Reply[SyncGroupResponse]:
     return Reply.of(SyncGroupResponse(error_code=code))
+
+
+@lru_cache(maxsize=65536)
+def _partition_result(topic: str, partition: int, code: Errors) -> PartitionResult:
+    """A partition's result, shared (it is immutable): a group commits the same partitions
+    again and again, and building one per partition per commit was a tenth of a commit."""
+    return PartitionResult(topic=topic, partition=partition, error_code=code)
 
 
 def _java_string_length(text: str) -> int:
@@ -1442,28 +1449,29 @@ class GroupCoordinator:
         appended as one batch and applied once durable."""
         max_metadata = self.config.offset_metadata_max_bytes
         group_id = group.group_id
-        records: list[tuple[bytes, bytes | None]] = []
         values: list[tuple[str, int, OffsetCommitValue]] = []
         too_large: set[int] = set()
         for index, o in enumerate(req.offsets):
             metadata = o.metadata or ""
-            if _java_string_length(metadata) > max_metadata:
+            # A Java length is at least the number of code points: measure only if it may fit.
+            if len(metadata) > max_metadata or (
+                not metadata.isascii() and _java_string_length(metadata) > max_metadata
+            ):
                 too_large.add(index)
                 continue
+            expire = o.expire_timestamp_ms
             value = OffsetCommitValue(
                 offset=o.offset,
                 leader_epoch=o.leader_epoch,
                 metadata=metadata,
                 commit_timestamp=now,
-                expire_timestamp=o.expire_timestamp_ms if o.expire_timestamp_ms >= 0 else -1,
+                expire_timestamp=expire if expire >= 0 else -1,
             )
-            records.append(offset_commit_record(group_id, o.topic, o.partition, value))
             values.append((o.topic, o.partition, value))
         stored_code = NONE
-        if records:
-            if self._append(records):
-                for topic, partition, value in values:
-                    self._apply_offset(group_id, topic, partition, value, now)
+        if values:
+            if self._append(offset_commit_records(group_id, values)):
+                self._apply_offsets(group_id, values, now)
                 if self._listeners:
                     self._emit(
                         OffsetsCommitted(
@@ -1476,6 +1484,12 @@ class GroupCoordinator:
                     )
             else:
                 stored_code = Errors.COORDINATOR_NOT_AVAILABLE
+        if not too_large:
+            return OffsetCommitResponse(
+                partitions=tuple(
+                    [_partition_result(o.topic, o.partition, stored_code) for o in req.offsets]
+                )
+            )
         return OffsetCommitResponse(
             partitions=tuple(
                 PartitionResult(
@@ -1500,6 +1514,17 @@ class GroupCoordinator:
         if group is None:
             group = self._new_group(group_id, now)
         group.offsets[topic, partition] = value
+
+    def _apply_offsets(
+        self, group_id: str, values: Sequence[tuple[str, int, OffsetCommitValue]], now: int
+    ) -> None:
+        """`_apply_offset` of a batch of commit records of one group (what a commit appends)."""
+        group = self._groups.get(group_id)
+        if group is None:
+            group = self._new_group(group_id, now)
+        offsets = group.offsets
+        for topic, partition, value in values:
+            offsets[topic, partition] = value
 
     def _offset_fetch(self, req: OffsetFetchRequest, now: int) -> Reply[OffsetFetchResponse]:
         """Kafka's `handleFetchOffsets` / `getOffsets`: unknown partitions answer offset −1."""
@@ -1782,6 +1807,8 @@ class GroupCoordinator:
         `onGroupLoaded`), through the same apply path as live records; then re-arm timers.
         Records of unknown types are skipped, as Kafka's loader skips an `UnknownKey`; any
         other undecodable record raises `ReplayError`."""
+        owns = self._owns
+        apply_offset = self._apply_offset
         for position, (key, value) in enumerate(self.log.read()):
             kind = "key"
             try:
@@ -1789,13 +1816,13 @@ class GroupCoordinator:
                 match record_key:
                     case OffsetCommitKey(group=group_id, topic=topic, partition=partition):
                         kind = "OffsetCommit"
-                        if self._owns is not None and not self._owns(group_id):
+                        if owns is not None and not owns(group_id):
                             continue
                         offset = None if value is None else decode_offset_commit_value(value)
-                        self._apply_offset(group_id, topic, partition, offset, now)
+                        apply_offset(group_id, topic, partition, offset, now)
                     case GroupMetadataKey(group=group_id):
                         kind = "GroupMetadata"
-                        if self._owns is not None and not self._owns(group_id):
+                        if owns is not None and not owns(group_id):
                             continue
                         metadata = None if value is None else decode_group_metadata_value(value)
                         self._load_group(group_id, metadata, now)

@@ -98,7 +98,9 @@ the precise error messages) only when the fast path fails; both produce identica
 
 from __future__ import annotations
 
+import functools
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
@@ -119,6 +121,7 @@ __all__ = [
     "group_metadata_record",
     "group_metadata_tombstone",
     "offset_commit_record",
+    "offset_commit_records",
     "offset_commit_tombstone",
 ]
 
@@ -349,6 +352,9 @@ _I16: Final = struct.Struct(">h")
 _I32: Final = struct.Struct(">i")
 _I64: Final = struct.Struct(">q")
 _I16_I16: Final = struct.Struct(">hh")
+_I32_I32: Final = struct.Struct(">ii")
+_I64_I32: Final = struct.Struct(">qi")
+_NULL_STRING: Final = _I16.pack(-1)
 # Offset commit fast paths: key = [v, len] group [len] topic [partition];
 # value v3 = [v, offset, epoch, len] metadata [commit ts];
 # value v1 = [v, offset, len] metadata [commit ts, expire ts].
@@ -467,11 +473,75 @@ def encode_group_metadata_value(value: GroupMetadataValue, *, version: int | Non
     """
     if not isinstance(value, GroupMetadataValue):
         raise TypeError(f"value must be a GroupMetadataValue, got {_type_name(value)}")
-    if version is None:
-        version = GROUP_METADATA_VALUE_VERSION
+    if version is None or version == GROUP_METADATA_VALUE_VERSION:
+        try:
+            return _encode_group_metadata_value_v3(value)
+        except (AttributeError, TypeError, ValueError, struct.error):
+            version = GROUP_METADATA_VALUE_VERSION  # the table-driven encoder names the field
     elif version not in _GROUP_METADATA_VALUE_VERSIONS:
         raise ValueError(f"GroupMetadataValue has versions 0-4, not {version}")
     return _encode(_GROUP_METADATA_VALUE_VERSIONS, version, value, "GroupMetadataValue")
+
+
+def _put_string(out: list[bytes], text: str | None) -> None:
+    """A (nullable) string of a non-flexible version, for the fast paths."""
+    if text is None:
+        out.append(_NULL_STRING)
+        return
+    if type(text) is not str:
+        raise TypeError
+    data = text.encode("utf-8")
+    if len(data) > _MAX_STRING:
+        raise ValueError
+    out.append(_I16.pack(len(data)))
+    out.append(data)
+
+
+def _put_bytes(out: list[bytes], data: bytes) -> None:
+    if type(data) is not bytes:
+        raise TypeError
+    out.append(_I32.pack(len(data)))
+    out.append(data)
+
+
+def _encode_group_metadata_value_v3(value: GroupMetadataValue) -> bytes:
+    """GroupMetadataValue v3 written field by field: the same bytes as the table-driven
+    encoder (the reference) for plain values, at every stored generation. Raises for anything
+    unusual (a wrong type, an int out of range, a required string that is None, a string too
+    long), and the caller then lets the table-driven encoder raise its error naming the field."""
+    members = value.members
+    if (
+        type(value.protocol_type) is not str
+        or type(value.generation) is not int
+        or type(value.current_state_timestamp) is not int
+        or type(members) not in (tuple, list)
+    ):
+        raise TypeError
+    out = [_I16.pack(GROUP_METADATA_VALUE_VERSION)]
+    _put_string(out, value.protocol_type)
+    out.append(_I32.pack(value.generation))
+    _put_string(out, value.protocol)
+    _put_string(out, value.leader)
+    out.append(_I64.pack(value.current_state_timestamp))
+    out.append(_I32.pack(len(members)))
+    for member in members:
+        if (
+            type(member) is not MemberMetadata
+            or type(member.member_id) is not str
+            or type(member.client_id) is not str
+            or type(member.client_host) is not str
+            or type(member.rebalance_timeout) is not int
+            or type(member.session_timeout) is not int
+        ):
+            raise TypeError
+        _put_string(out, member.member_id)
+        _put_string(out, member.group_instance_id)
+        _put_string(out, member.client_id)
+        _put_string(out, member.client_host)
+        out.append(_I32_I32.pack(member.rebalance_timeout, member.session_timeout))
+        _put_bytes(out, member.subscription)
+        _put_bytes(out, member.assignment)
+    return b"".join(out)
 
 
 def _encode_offset_commit_key(group: str, topic: str, partition: int) -> bytes:
@@ -484,6 +554,8 @@ def _encode_offset_commit_key(group: str, topic: str, partition: int) -> bytes:
 
 
 def _encode_group_metadata_key(group: str) -> bytes:
+    if type(group) is str and group.isascii() and len(group) <= _MAX_STRING:
+        return _I16_I16.pack(GROUP_METADATA_KEY_VERSION, len(group)) + group.encode("ascii")
     return _encode(
         _GROUP_METADATA_KEY_VERSIONS,
         GROUP_METADATA_KEY_VERSION,
@@ -496,21 +568,24 @@ def _encode_group_metadata_key(group: str) -> bytes:
 # Record factories (one per record kind, each with its tombstone twin)
 
 
+@functools.lru_cache(maxsize=4096)
+def _offset_commit_key_head(group: str, topic: str) -> bytes:
+    """OffsetCommitKey v1 up to its partition: a group commits the same topics again and again.
+    Raises for what the fast path cannot encode (then the table-driven encoder reports it)."""
+    g = group.encode("utf-8")
+    t = topic.encode("utf-8")
+    return _I16_I16.pack(OFFSET_COMMIT_KEY_VERSION, len(g)) + g + _I16.pack(len(t)) + t
+
+
 def offset_commit_record(
     group: str, topic: str, partition: int, value: OffsetCommitValue
 ) -> tuple[bytes, bytes]:
     """The (key, value) of an offset commit: OffsetCommitKey v1, OffsetCommitValue v3 (v1 when
     ``value.expire_timestamp`` is set)."""
     try:
-        g = group.encode("utf-8")
-        t = topic.encode("utf-8")
-        key = (
-            _I16_I16.pack(OFFSET_COMMIT_KEY_VERSION, len(g))
-            + g
-            + _I16.pack(len(t))
-            + t
-            + _I32.pack(partition)
-        )
+        if type(group) is not str or type(topic) is not str:
+            raise TypeError
+        key = _offset_commit_key_head(group, topic) + _I32.pack(partition)
         if type(value) is not OffsetCommitValue:
             raise TypeError
         metadata = value.metadata
@@ -538,6 +613,45 @@ def offset_commit_record(
     except (struct.error, AttributeError, TypeError, UnicodeEncodeError):
         # Bad input: the table-driven encoder raises the error that names the field.
         return _encode_offset_commit_key(group, topic, partition), encode_offset_commit_value(value)
+
+
+def offset_commit_records(
+    group: str, values: Iterable[tuple[str, int, OffsetCommitValue]]
+) -> list[tuple[bytes, bytes | None]]:
+    """``offset_commit_record`` of each ``(topic, partition, value)`` of one commit of
+    ``group``: a batch shares its key heads, and the usual value (no metadata, no explicit
+    expiry) is packed in one go."""
+    records: list[tuple[bytes, bytes | None]] = []
+    heads: dict[str, bytes] = {}
+    for topic, partition, value in values:
+        try:
+            if (
+                type(value) is not OffsetCommitValue
+                or value.metadata != ""
+                or value.expire_timestamp != -1
+                or type(partition) is not int
+                or type(topic) is not str
+                or type(group) is not str
+            ):
+                raise TypeError
+            head = heads.get(topic)
+            if head is None:
+                head = heads[topic] = _offset_commit_key_head(group, topic)
+            records.append(
+                (
+                    head + _I32.pack(partition),
+                    _V3_EMPTY_METADATA.pack(
+                        OFFSET_COMMIT_VALUE_VERSION,
+                        value.offset,
+                        value.leader_epoch,
+                        0,
+                        value.commit_timestamp,
+                    ),
+                )
+            )
+        except (struct.error, TypeError, UnicodeEncodeError):
+            records.append(offset_commit_record(group, topic, partition, value))
+    return records
 
 
 def offset_commit_tombstone(group: str, topic: str, partition: int) -> tuple[bytes, None]:
@@ -717,6 +831,22 @@ def decode_key(key: bytes | bytearray | memoryview) -> RecordKey:
     that is not a well-formed key.
     """
     data = _as_bytes(key, "key")
+    if len(data) <= _REMEMBERED_KEY_BYTES:
+        return _remembered_key(data)
+    return _decode_key(data)
+
+
+#: A replay decodes the same keys over and over (a group commits the same partitions all day):
+#: keys up to this size are remembered (at most 16,384 of them; the result is immutable).
+_REMEMBERED_KEY_BYTES = 512
+
+
+@functools.lru_cache(maxsize=16384)
+def _remembered_key(data: bytes) -> RecordKey:
+    return _decode_key(data)
+
+
+def _decode_key(data: bytes) -> RecordKey:
     # Fast path for well-formed keys; anything unusual is re-read by the slow path, which
     # either raises the precise error or returns the same result.
     try:
@@ -760,7 +890,13 @@ def _read_value(
 def decode_offset_commit_value(value: bytes | bytearray | memoryview) -> OffsetCommitValue:
     """Decode an OffsetCommitValue of any version 0-4 (check for a tombstone first)."""
     data = _as_bytes(value, "value")
-    # Fast path: v3 (what Kafka 2.1+ writes) with its exact length.
+    # Fast paths: v3 (what Kafka 2.1+ writes) with its exact length; in one go without metadata.
+    if len(data) == _V3_EMPTY_METADATA.size:
+        version, offset, leader_epoch, n, commit_timestamp = _V3_EMPTY_METADATA.unpack(data)
+        if version == 3 and n == 0:
+            return OffsetCommitValue(
+                offset=offset, leader_epoch=leader_epoch, commit_timestamp=commit_timestamp
+            )
     try:
         version, offset, leader_epoch, n = _V3_HEAD.unpack_from(data)
         if version == 3 and n >= 0 and len(data) == _V3_HEAD.size + n + 8:
@@ -787,6 +923,79 @@ def _member(fields: dict[str, Any]) -> MemberMetadata:
 def decode_group_metadata_value(value: bytes | bytearray | memoryview) -> GroupMetadataValue:
     """Decode a GroupMetadataValue of any version 0-4 (check for a tombstone first)."""
     data = _as_bytes(value, "value")
+    try:
+        return _decode_group_metadata_value_v3(data)
+    except (struct.error, UnicodeDecodeError, ValueError):
+        pass  # not a well-formed v3: the table-driven reader decodes it or names the fault
     _, fields = _read_value(data, "GroupMetadataValue", _GROUP_METADATA_VALUE_VERSIONS)
     fields["members"] = tuple(_member(member) for member in fields["members"])
     return GroupMetadataValue(**fields)
+
+
+def _decode_group_metadata_value_v3(data: bytes) -> GroupMetadataValue:
+    """A GroupMetadataValue v3 (what this engine and Kafka write) read field by field: the
+    same result as the table-driven reader for a well-formed one. Raises ValueError (or
+    struct.error, UnicodeDecodeError) for anything else, and the caller then lets the
+    table-driven reader decode it (another version) or name what is wrong."""
+    end = len(data)
+
+    def text(at: int, nullable: bool) -> tuple[str | None, int]:
+        (n,) = _I16.unpack_from(data, at)
+        at += 2
+        if n < 0:
+            if n == -1 and nullable:
+                return None, at
+            raise ValueError
+        if at + n > end:
+            raise ValueError
+        return data[at : at + n].decode("utf-8"), at + n
+
+    def blob(at: int) -> tuple[bytes, int]:
+        (n,) = _I32.unpack_from(data, at)
+        at += 4
+        if n < 0 or at + n > end:
+            raise ValueError
+        return data[at : at + n], at + n
+
+    (version,) = _I16.unpack_from(data, 0)
+    if version != GROUP_METADATA_VALUE_VERSION:
+        raise ValueError
+    protocol_type, at = text(2, False)
+    (generation,) = _I32.unpack_from(data, at)
+    protocol, at = text(at + 4, True)
+    leader, at = text(at, True)
+    current_state_timestamp, count = _I64_I32.unpack_from(data, at)
+    at += _I64_I32.size
+    if count < 0 or count > end - at:
+        raise ValueError
+    members = []
+    for _ in range(count):
+        member_id, at = text(at, False)
+        group_instance_id, at = text(at, True)
+        client_id, at = text(at, False)
+        client_host, at = text(at, False)
+        rebalance_timeout, session_timeout = _I32_I32.unpack_from(data, at)
+        subscription, at = blob(at + 8)
+        assignment, at = blob(at)
+        members.append(
+            MemberMetadata(
+                member_id=member_id,  # type: ignore[arg-type]
+                group_instance_id=group_instance_id,
+                client_id=client_id,  # type: ignore[arg-type]
+                client_host=client_host,  # type: ignore[arg-type]
+                rebalance_timeout=rebalance_timeout,
+                session_timeout=session_timeout,
+                subscription=subscription,
+                assignment=assignment,
+            )
+        )
+    if at != end:
+        raise ValueError
+    return GroupMetadataValue(
+        protocol_type=protocol_type,  # type: ignore[arg-type]
+        generation=generation,
+        protocol=protocol,
+        leader=leader,
+        current_state_timestamp=current_state_timestamp,
+        members=tuple(members),
+    )

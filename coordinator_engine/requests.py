@@ -28,13 +28,19 @@ def _fail(owner: str, field: str, expected: str, value: Any) -> TypeError:
     )
 
 
+def _plain_str(value: Any) -> bool:
+    """True for a str that certainly passes `check_str`: ASCII (a byte per character) and
+    short enough. The requests' fast paths use it; anything else gets the full check."""
+    return type(value) is str and len(value) <= MAX_STRING_BYTES and value.isascii()
+
+
 def check_str(owner: str, field: str, value: Any, *, nullable: bool = False) -> None:
+    if type(value) is str and len(value) <= MAX_STRING_BYTES and value.isascii():
+        return
     if value is None and nullable:
         return
     if type(value) is not str:
         raise _fail(owner, field, "a str or None" if nullable else "a str", value)
-    if value.isascii() and len(value) <= MAX_STRING_BYTES:
-        return
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
@@ -108,6 +114,29 @@ class JoinGroupRequest:
     reason: str | None = None
 
     def __post_init__(self) -> None:
+        # Fast path: fields that plainly pass every check below.
+        instance_id = self.group_instance_id
+        reason = self.reason
+        session = self.session_timeout_ms
+        rebalance = self.rebalance_timeout_ms
+        protocols = self.protocols
+        if (
+            _plain_str(self.group_id)
+            and _plain_str(self.member_id)
+            and (instance_id is None or _plain_str(instance_id))
+            and type(session) is int
+            and INT32_MIN <= session <= INT32_MAX
+            and type(rebalance) is int
+            and INT32_MIN <= rebalance <= INT32_MAX
+            and _plain_str(self.protocol_type)
+            and type(protocols) is tuple
+            and all(type(p) is Protocol for p in protocols)
+            and type(self.require_known_member_id) is bool
+            and _plain_str(self.client_id)
+            and _plain_str(self.client_host)
+            and (reason is None or _plain_str(reason))
+        ):
+            return
         o = "JoinGroupRequest"
         check_str(o, "group_id", self.group_id)
         check_str(o, "member_id", self.member_id)
@@ -147,6 +176,24 @@ class SyncGroupRequest:
     assignments: tuple[Assignment, ...] = ()
 
     def __post_init__(self) -> None:
+        # Fast path: fields that plainly pass every check below.
+        generation_id = self.generation_id
+        instance_id = self.group_instance_id
+        protocol_type = self.protocol_type
+        protocol_name = self.protocol_name
+        assignments = self.assignments
+        if (
+            _plain_str(self.group_id)
+            and type(generation_id) is int
+            and INT32_MIN <= generation_id <= INT32_MAX
+            and _plain_str(self.member_id)
+            and (instance_id is None or _plain_str(instance_id))
+            and (protocol_type is None or _plain_str(protocol_type))
+            and (protocol_name is None or _plain_str(protocol_name))
+            and type(assignments) is tuple
+            and all(type(a) is Assignment for a in assignments)
+        ):
+            return
         o = "SyncGroupRequest"
         check_str(o, "group_id", self.group_id)
         check_int(o, "generation_id", self.generation_id)
@@ -167,6 +214,17 @@ class HeartbeatRequest:
     group_instance_id: str | None = None
 
     def __post_init__(self) -> None:
+        # Fast path: fields that plainly pass every check below (heartbeats are most requests).
+        generation_id = self.generation_id
+        instance_id = self.group_instance_id
+        if (
+            _plain_str(self.group_id)
+            and _plain_str(self.member_id)
+            and type(generation_id) is int
+            and INT32_MIN <= generation_id <= INT32_MAX
+            and (instance_id is None or _plain_str(instance_id))
+        ):
+            return
         o = "HeartbeatRequest"
         check_str(o, "group_id", self.group_id)
         check_int(o, "generation_id", self.generation_id)
@@ -224,6 +282,31 @@ class PartitionOffset:
     expire_timestamp_ms: int = -1
 
     def __post_init__(self) -> None:
+        # Fast path: fields that plainly pass every check below (a commit carries many).
+        topic = self.topic
+        partition = self.partition
+        offset = self.offset
+        metadata = self.metadata
+        leader_epoch = self.leader_epoch
+        expire = self.expire_timestamp_ms
+        if (
+            type(topic) is str
+            and len(topic) <= MAX_STRING_BYTES
+            and topic.isascii()
+            and type(partition) is int
+            and 0 <= partition <= INT32_MAX
+            and type(offset) is int
+            and INT64_MIN <= offset <= INT64_MAX
+            and (
+                metadata is None
+                or (type(metadata) is str and (not metadata or _plain_str(metadata)))
+            )
+            and type(leader_epoch) is int
+            and INT32_MIN <= leader_epoch <= INT32_MAX
+            and type(expire) is int
+            and INT64_MIN <= expire <= INT64_MAX
+        ):
+            return
         o = "PartitionOffset"
         check_str(o, "topic", self.topic)
         check_int(o, "partition", self.partition, 0)
@@ -244,6 +327,23 @@ class OffsetCommitRequest:
     offsets: tuple[PartitionOffset, ...]
 
     def __post_init__(self) -> None:
+        # Fast path: fields that plainly pass every check below.
+        generation_id = self.generation_id
+        instance_id = self.group_instance_id
+        offsets = self.offsets
+        if (
+            _plain_str(self.group_id)
+            and _plain_str(self.member_id)
+            and type(generation_id) is int
+            and INT32_MIN <= generation_id <= INT32_MAX
+            and (instance_id is None or _plain_str(instance_id))
+            and type(offsets) is tuple
+        ):
+            for item in offsets:
+                if type(item) is not PartitionOffset:
+                    break
+            else:
+                return
         o = "OffsetCommitRequest"
         check_str(o, "group_id", self.group_id)
         check_int(o, "generation_id", self.generation_id)

@@ -70,6 +70,11 @@ class TimerQueue(Generic[K]):
         return bool(heap) and heap[0][0] <= now_ms
 
     def next_deadline(self) -> int | None:
+        heap = self._heap
+        if heap:
+            deadline, _, key = heap[0]
+            if self._deadlines.get(key) == deadline:  # a live top: nothing to settle
+                return deadline
         top = self._settle_top()
         return None if top is None else top[0]
 

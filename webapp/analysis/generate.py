@@ -13,11 +13,12 @@ Theory of operation
 over brokers; the groups' partitions are shared out so that both carry a similar load. Each
 engine runs with Kafka's broker defaults except ``offsets.retention.minutes``, one day instead
 of seven, so that offsets expire within the history, and a record log that keeps each key's
-latest record only (memory stays flat). Each coordinator's share of the work runs on its own
-(in a process of its own when ``jobs`` is 2); their events are merged into one
-history by time (ties: coordinator, then emission order) and numbered from 1 (``seq``), each
-row with its group's previous ``seq`` (``prev_seq``), as the runtime numbers them. The result
-does not depend on ``jobs``.
+latest record only (memory stays flat; with ``record_logs``, every record also goes to an
+``SqliteLog`` file per coordinator, as a runtime's log would hold them before compaction).
+Each coordinator's share of the work runs on its own (in a process of its own when ``jobs``
+is 2); their events are merged into one history by time (ties: coordinator, then emission
+order) and numbered from 1 (``seq``), each row with its group's previous ``seq``
+(``prev_seq``), as the runtime numbers them. The result does not depend on ``jobs``.
 
 **The members** speak the classic protocol to the engine with its own request dataclasses, as
 Kafka's consumer does (``AbstractCoordinator`` / ``ConsumerCoordinator``; driving the library
@@ -107,6 +108,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +128,7 @@ from coordinator_engine import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     PartitionOffset,
+    SqliteLog,
     SyncGroupRequest,
     TopicPartition,
     partition_for,
@@ -143,9 +146,13 @@ from coordinator_engine.client.protocol import (
 from coordinator_engine.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from coordinator_engine.coordinator import ADMIN_REMOVAL_REASONS
 from coordinator_engine.events import (
+    EVENT_TYPES,
+    AssignmentStored,
     GenerationStarted,
     GroupEvent,
     MemberRemoved,
+    OffsetsCommitted,
+    OffsetsRemoved,
     StateChanged,
     StaticMemberReplaced,
 )
@@ -155,9 +162,16 @@ from coordinator_engine.responses import (
     JoinGroupResponse,
     SyncGroupResponse,
 )
-from spark_tasks.schema import HISTORY_SCHEMA, row_of
+from spark_tasks.schema import HISTORY_SCHEMA
 
-from .export import GENERATED_NAME, HistoryDirError, prepare_empty_dir, write_day_files, write_json
+from .export import (
+    GENERATED_NAME,
+    HistoryDirError,
+    _check_dir,
+    prepare_empty_dir,
+    write_day_files,
+    write_json,
+)
 
 __all__ = [
     "COORDINATORS",
@@ -168,7 +182,9 @@ __all__ = [
     "GroupSpec",
     "GroupSummary",
     "catalogue",
+    "coordinator_configs",
     "generate_history",
+    "record_log_path",
 ]
 
 SECOND_MS = 1000
@@ -210,6 +226,8 @@ BATCH_ROWS = 50_000
 WRITE_ROWS = 100_000
 #: Below this many events, the coordinators run in this process (``jobs`` left unset).
 PARALLEL_FROM_EVENTS = 200_000
+#: Records per transaction of a full record log (``record_logs``).
+FULL_LOG_BATCH = 50_000
 
 #: What an admin does with a daily application's emptied group, one a night, in turn.
 NIGHTLY_CHORES = (
@@ -744,7 +762,8 @@ class _Member:
 
     def schedule_heartbeat(self, due: int) -> None:
         self.hb_due = due
-        self.run.at(due, self.heartbeat, due)
+        run = self.run
+        heapq.heappush(run.heap, (due, next(run.order), self.heartbeat, due))  # run.at, inlined
 
     def wake(self) -> None:
         """The group changed: heartbeat at the next regular tick (see the module docstring)."""
@@ -759,8 +778,11 @@ class _Member:
         if not self.alive or self.state is not STABLE or due != self.hb_due:
             return
         assert self.hb_request is not None
-        code = self.run.handle(self.hb_request).error_code
         now = self.run.now
+        # run.handle inlined (a heartbeat is always answered at once): heartbeats are most of
+        # the simulation's steps.
+        reply = self.run.coordinator.handle(self.hb_request, now)
+        code = reply.response.error_code  # type: ignore[union-attr]
         if code == NONE:
             self.hb_last = now
             self.schedule_heartbeat(now + self.quiet_heartbeat_ms)
@@ -790,12 +812,19 @@ class _Member:
                 member_id=self.member_id,
                 group_instance_id=self.instance_id,
                 offsets=tuple(
-                    PartitionOffset(topic=topic, partition=partition, offset=position + partition)
-                    for topic, partition in partitions
+                    [
+                        PartitionOffset(
+                            topic=topic, partition=partition, offset=position + partition
+                        )
+                        for topic, partition in partitions
+                    ]
                 ),
             )
         )
-        if all(result.error_code == NONE for result in response.partitions):
+        for result in response.partitions:
+            if result.error_code != NONE:
+                break
+        else:
             self.group.summary.commits += 1
 
     def commit_tick(self, due: int) -> None:
@@ -1140,6 +1169,7 @@ class _Plan:
     owned_partitions: frozenset[int]
     quota: int
     partition_changes: tuple[tuple[int, str, int], ...]  # (at_ms, topic, new partition count)
+    record_log: str | None = None  # where the full record stream goes (an SqliteLog file)
 
 
 _WAKING_EVENTS = (StateChanged, GenerationStarted, MemberRemoved, StaticMemberReplaced)
@@ -1148,10 +1178,17 @@ _WAKING_EVENTS = (StateChanged, GenerationStarted, MemberRemoved, StaticMemberRe
 class _LatestRecords:
     """An engine's record log that keeps each key's latest record only (what Kafka's log
     cleaner leaves of ``__consumer_offsets``), so memory stays flat however long the history.
-    Nothing reads it back: an engine replays its log only when it is built."""
+    Nothing reads it back: an engine replays its log only when it is built.
 
-    def __init__(self) -> None:
+    Given ``full`` (``record_logs``), it also appends every record, tombstones and superseded
+    ones included, to that ``SqliteLog``: what a coordinator's log holds after running the
+    history, uncompacted. They go ``FULL_LOG_BATCH`` at a time, one transaction each (nothing
+    waits for their durability here); ``close()`` writes the rest."""
+
+    def __init__(self, full: SqliteLog | None = None) -> None:
         self.latest: dict[bytes, bytes] = {}
+        self.full = full
+        self.pending: list[tuple[bytes, bytes | None]] = []
 
     def append(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         latest = self.latest
@@ -1160,9 +1197,23 @@ class _LatestRecords:
                 latest.pop(key, None)
             else:
                 latest[key] = value
+        if self.full is not None:
+            self.pending += entries
+            if len(self.pending) >= FULL_LOG_BATCH:
+                self.flush()
+
+    def flush(self) -> None:
+        if self.full is not None and self.pending:
+            self.full.append(self.pending)
+            self.pending = []
 
     def read(self) -> Iterator[tuple[bytes, bytes | None]]:
         return iter(list(self.latest.items()))
+
+    def close(self) -> None:
+        if self.full is not None:
+            self.flush()
+            self.full.close()
 
 
 @contextlib.contextmanager
@@ -1187,19 +1238,15 @@ class _CoordinatorRun:
         self.plan = plan
         self.rng = random.Random(f"rebalance-lab/{plan.seed}/{plan.index}")
         self.now = START_MS
+        self.log = _LatestRecords(None if plan.record_log is None else SqliteLog(plan.record_log))
         self.coordinator = GroupCoordinator(
-            CoordinatorConfig(
-                offsets_retention_ms=OFFSETS_RETENTION_MS,
-                owned_partitions=plan.owned_partitions,
-            ),
-            _LatestRecords(),
-            now_ms=START_MS,
+            _config(plan.owned_partitions), self.log, now_ms=START_MS
         )
         self.coordinator.add_listener(self.on_event)
         self.heap: list[tuple[int, int, Callable[[Any], None], Any]] = []
         self.order = itertools.count()
         self.deliveries: deque[tuple[Callable[[Any], None], Any]] = deque()
-        self.events: list[GroupEvent] = []
+        self.rows = _HistoryRows()
         self.converted = 0
         self.draining = False
         self.partitions = dict(TOPICS)
@@ -1241,7 +1288,7 @@ class _CoordinatorRun:
             reply.add_done_callback(lambda response: deliveries.append((on_response, response)))
 
     def on_event(self, event: GroupEvent) -> None:
-        self.events.append(event)
+        self.rows.add(event)
         if isinstance(event, _WAKING_EVENTS):
             self.groups[event.group_id].wake()
 
@@ -1260,7 +1307,7 @@ class _CoordinatorRun:
         candidates = [g for g in self.groups.values() if g.churnable]
         if candidates:
             candidates[self.rng.randrange(len(candidates))].act()
-        emitted = self.converted + len(self.events)
+        emitted = self.converted + len(self.rows)
         expected = (self.now - START_MS) / self.tempo_ms
         ahead = min(max(((emitted + 100) / (expected + 100)) ** 4, 0.02), 10.0)
         gap = self.rng.expovariate(1 / (self.churn_gap_ms * ahead))
@@ -1313,16 +1360,10 @@ class _CoordinatorRun:
         return all(group.settled() for group in self.groups.values())
 
     def table(self) -> pa.Table:
-        events, self.events = self.events, []
-        rows = []
-        seq = self.converted
-        for event in events:
-            seq += 1
-            data = event.to_json()
-            data["seq"] = seq
-            rows.append(row_of(data))
-        self.converted = seq
-        return pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
+        count = len(self.rows)
+        table = self.rows.table(self.converted + 1)
+        self.converted += count
+        return table
 
     def batches(self) -> Iterator[pa.Table]:
         """Run; yield the events, ``BATCH_ROWS`` at a time, in emission order."""
@@ -1331,10 +1372,11 @@ class _CoordinatorRun:
         coordinator = self.coordinator
         deliveries = self.deliveries
         quota = self.plan.quota
+        rows = self.rows
         settle_check = stop_at = 0
         while True:
             if not self.draining:
-                if self.converted + len(self.events) >= quota:
+                if self.converted + rows.count >= quota:
                     self.drain()
                     stop_at = self.now + SETTLE_LIMIT_MS
             elif self.now >= settle_check:
@@ -1354,10 +1396,11 @@ class _CoordinatorRun:
             while deliveries:
                 on_response, response = deliveries.popleft()
                 on_response(response)
-            if len(self.events) >= BATCH_ROWS:
+            if rows.count >= BATCH_ROWS:
                 yield self.table()
-        if self.events:
+        if len(self.rows):
             yield self.table()
+        self.log.close()
 
     def summary(self) -> CoordinatorSummary:
         return CoordinatorSummary(
@@ -1368,6 +1411,156 @@ class _CoordinatorRun:
             groups_expired=self.groups_expired,
             events=self.converted,
             end_ms=self.now,
+        )
+
+
+# ---------------------------------------------------------------- events as history rows
+
+#: Columns an event does not fill as they are: the nested ones, and those the table numbers.
+_DERIVED_COLUMNS = frozenset({"seq", "prev_seq", "type", "assignment", "partitions", "offsets"})
+#: Event types whose nested field becomes a list<struct> column: (field, column).
+_NESTED = {
+    AssignmentStored: ("partitions", "assignment"),
+    OffsetsRemoved: ("partitions", "partitions"),
+    OffsetsCommitted: ("offsets", "offsets"),
+}
+
+
+def _copied(cls: type[GroupEvent]) -> tuple[tuple[str, str], ...]:
+    """(column, field) pairs of an event type's fields that land in a column as they are (a
+    field named like a column: ``row_of``'s rule), and the member the event is about
+    (StaticMemberReplaced names it ``new_member_id``)."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    pairs = [(n, n) for n in names if n in HISTORY_SCHEMA.names and n not in _DERIVED_COLUMNS]
+    if "member_id" not in names and "new_member_id" in names:
+        pairs.append(("member_id", "new_member_id"))
+    return tuple(pairs)
+
+
+def _list_of_structs(
+    field_type: pa.ListType, children: list[list[Any]], bounds: list[int], nulls: list[bool]
+) -> pa.Array:
+    """A list<struct> column from its struct fields' values (``children``, in field order),
+    each row's end in them (``bounds``, after a leading 0) and which rows are null."""
+    struct_type = field_type.value_type
+    values = pa.StructArray.from_arrays(
+        [pa.array(child, struct_type.field(i).type) for i, child in enumerate(children)],
+        fields=list(struct_type),
+    )
+    return pa.ListArray.from_arrays(
+        pa.array(bounds, pa.int32()),
+        values,
+        type=field_type,
+        mask=pa.array(nulls, pa.bool_()) if any(nulls) else None,
+    )
+
+
+class _RowsOfType:
+    """The rows of one event type gathered so far, a list per column: each event's values are
+    taken as it is emitted, while it is still in the processor's cache (reading 50,000 events
+    back afterwards cost twice as much)."""
+
+    def __init__(self, cls: type[GroupEvent]) -> None:
+        self.cls = cls
+        copied = _copied(cls)
+        self.columns = [column for column, _ in copied]
+        # A tuple of the values (every event has at least group_id and at_ms).
+        self.values = attrgetter(*[name for _, name in copied])
+        nested = _NESTED.get(cls)
+        self.nested = None if nested is None else attrgetter(nested[0])
+        self.nested_column = None if nested is None else nested[1]
+        self.width = (
+            0 if nested is None else HISTORY_SCHEMA.field(nested[1]).type.value_type.num_fields
+        )
+        self.reset()
+
+    def reset(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.positions: list[int] = []
+        # The nested column: its struct fields' values, each row's end in them, null rows.
+        self.children: list[list[Any]] = [[] for _ in range(self.width)]
+        self.bounds = [0]
+        self.nulls: list[bool] = []
+
+    def add(self, event: GroupEvent, position: int) -> None:
+        self.rows.append(self.values(event))
+        self.positions.append(position)
+        if self.nested is not None:
+            self.add_nested(self.nested(event))
+
+    def add_nested(self, items: Any) -> None:
+        children = self.children
+        if items is None:
+            self.nulls.append(True)
+        else:
+            self.nulls.append(False)
+            if isinstance(items, dict):  # AssignmentStored: member id -> [[topic, partition]]
+                for member, owned in items.items():
+                    if owned:
+                        children[0] += [member] * len(owned)
+                        children[1] += map(_ITEMS[0], owned)
+                        children[2] += map(_ITEMS[1], owned)
+            else:  # [[value, ...], ...] in the struct's field order
+                for child, item in zip(children, _ITEMS, strict=False):
+                    child += map(item, items)
+        self.bounds.append(len(children[0]))
+
+    def table(self) -> pa.Table:
+        """Its rows (``seq`` and ``prev_seq`` 0), and starts afresh."""
+        count = len(self.rows)
+        data = dict(zip(self.columns, zip(*self.rows, strict=True), strict=True))
+        data["type"] = [self.cls.type] * count
+        arrays = []
+        for f in HISTORY_SCHEMA:
+            if f.name in ("seq", "prev_seq"):
+                arrays.append(pa.repeat(pa.scalar(0, f.type), count))
+            elif f.name == self.nested_column:
+                arrays.append(_list_of_structs(f.type, self.children, self.bounds, self.nulls))
+            elif f.name in data:
+                arrays.append(pa.array(data[f.name], f.type))
+            else:
+                arrays.append(pa.nulls(count, f.type))
+        self.reset()
+        return pa.Table.from_arrays(arrays, schema=HISTORY_SCHEMA)
+
+
+_ITEMS = (itemgetter(0), itemgetter(1), itemgetter(2))
+
+
+class _HistoryRows:
+    """Events turned into history rows as they are emitted: the rows ``row_of`` makes of their
+    ``to_json()``, gathered a column at a time per event type rather than a dict at a time
+    per event (which was most of the cost of a row)."""
+
+    def __init__(self) -> None:
+        self.of_type = {cls: _RowsOfType(cls) for cls in EVENT_TYPES.values()}
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def add(self, event: GroupEvent) -> None:
+        self.of_type[type(event)].add(event, self.count)
+        self.count += 1
+
+    def table(self, first_seq: int) -> pa.Table:
+        """The rows gathered, in emission order, numbered from ``first_seq`` (``prev_seq`` 0);
+        starts afresh."""
+        positions: list[int] = []
+        parts = []
+        for rows in self.of_type.values():
+            if rows.rows:
+                positions += rows.positions
+                parts.append(rows.table())
+        count, self.count = self.count, 0
+        table = pa.concat_tables(parts)
+        # Back to emission order: row i is the part row that came from position i.
+        table = table.take(pc.sort_indices(pa.array(positions, pa.int64()))).combine_chunks()
+        seq = HISTORY_SCHEMA.get_field_index("seq")
+        return table.set_column(
+            seq,
+            HISTORY_SCHEMA.field(seq),
+            pa.array(range(first_seq, first_seq + count), pa.int64()),
         )
 
 
@@ -1440,7 +1633,29 @@ def catalogue(events: int) -> tuple[GroupSpec, ...]:
     )
 
 
-def _plans(groups: Sequence[GroupSpec], events: int, seed: int) -> list[_Plan]:
+def _config(owned_partitions: frozenset[int]) -> CoordinatorConfig:
+    """A coordinator's engine settings (see the module docstring)."""
+    return CoordinatorConfig(
+        offsets_retention_ms=OFFSETS_RETENTION_MS, owned_partitions=owned_partitions
+    )
+
+
+def coordinator_configs(events: int) -> list[CoordinatorConfig]:
+    """The engines' settings in a history of ``events`` events, by coordinator: what an engine
+    rebuilt from one of its ``record_logs`` needs (the partitions it owns, above all: a
+    record of a group it does not own is skipped at replay)."""
+    owned = _owned_partitions(_coordinator_of(catalogue(events)))
+    return [_config(partitions) for partitions in owned]
+
+
+def record_log_path(directory: str | os.PathLike[str], index: int) -> Path:
+    """Where ``record_logs`` puts coordinator ``index``'s records."""
+    return Path(directory) / f"coordinator-{index}.db"
+
+
+def _plans(
+    groups: Sequence[GroupSpec], events: int, seed: int, record_logs: Path | None = None
+) -> list[_Plan]:
     coordinator_of = _coordinator_of(groups)
     owned = _owned_partitions(coordinator_of)
     shares = [[s for s in groups if coordinator_of[s.group_id] == i] for i in range(COORDINATORS)]
@@ -1454,6 +1669,7 @@ def _plans(groups: Sequence[GroupSpec], events: int, seed: int) -> list[_Plan]:
             owned_partitions=owned[i],
             quota=quotas[i],
             partition_changes=changes,
+            record_log=None if record_logs is None else str(record_log_path(record_logs, i)),
         )
         for i in range(COORDINATORS)
     ]
@@ -1625,14 +1841,19 @@ def generate_history(
     seed: int = 0,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    record_logs: str | os.PathLike[str] | None = None,
 ) -> GeneratedHistory:
     """Generate a history of at least ``events`` events into ``out_dir`` (new or empty).
 
     ``jobs``: processes to run the coordinators in (1 or 2; default 2 from
     ``PARALLEL_FROM_EVENTS`` events on a machine with 2 cores or more); the output is the same
     either way. ``progress(events written so far, at_ms of the last one)`` is called after every
-    write. Raises ValueError for bad arguments, HistoryDirError when ``out_dir`` cannot take
-    the history."""
+    write. ``record_logs``: a directory (created if need be) where each coordinator's full
+    record stream also goes, as the ``SqliteLog`` ``coordinator-<n>.db`` (``record_log_path``)
+    that a runtime would have after running the history, uncompacted; an engine built over
+    one with ``coordinator_configs(events)[n]`` replays it. The history is the same with or
+    without. Raises ValueError for bad arguments, HistoryDirError when ``out_dir`` cannot
+    take the history or ``record_logs`` the logs (a directory that already holds one)."""
     if type(events) is not int or events < 1:
         raise ValueError(f"events must be an int >= 1, got {events!r}")
     if type(seed) is not int:
@@ -1642,9 +1863,12 @@ def generate_history(
     if type(jobs) is not int or not 1 <= jobs <= COORDINATORS:
         raise ValueError(f"jobs must be an int from 1 to {COORDINATORS}, got {jobs!r}")
     directory = Path(out_dir)
+    logs = None if record_logs is None else Path(record_logs)
+    if logs is not None:
+        _prepare_record_logs(logs)
     prepare_empty_dir(directory)
     groups = catalogue(events)
-    plans = _plans(groups, events, seed)
+    plans = _plans(groups, events, seed, logs)
     sources: list[_InProcess | _InSubprocess] = [
         _InSubprocess(plan) if jobs > 1 else _InProcess(plan) for plan in plans
     ]
@@ -1678,6 +1902,15 @@ def generate_history(
     )
     write_json(directory / GENERATED_NAME, history.to_json())
     return history
+
+
+def _prepare_record_logs(directory: Path) -> None:
+    """A directory for the record logs, holding none yet (a log is never appended to twice)."""
+    _check_dir(directory)
+    for index in range(COORDINATORS):
+        path = record_log_path(directory, index)
+        if path.exists():
+            raise HistoryDirError(f"{path} exists: give a directory without record logs")
 
 
 @dataclass

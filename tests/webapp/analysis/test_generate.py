@@ -24,10 +24,16 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.management import call_command
 
+from coordinator_engine import GroupCoordinator, SqliteLog
 from coordinator_engine.client import CLOSE_REASON
 from spark_tasks.schema import HISTORY_SCHEMA
 from webapp.analysis.export import HistoryDirError
-from webapp.analysis.generate import GeneratedHistory, generate_history
+from webapp.analysis.generate import (
+    GeneratedHistory,
+    coordinator_configs,
+    generate_history,
+    record_log_path,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 EVENTS = 20_000
@@ -240,3 +246,53 @@ def test_the_command_exits_non_zero_naming_the_problem(tmp_path: Path) -> None:
     )
     assert finished.returncode != 0
     assert "argument --events: must be at least 1, got 0" in finished.stderr
+
+
+def test_record_logs_hold_each_coordinators_full_log_which_replays_to_its_groups(
+    tmp_path: Path,
+) -> None:
+    events = 3000
+    plain = generate_history(tmp_path / "plain", events, seed=3, jobs=1)
+    logged = generate_history(
+        tmp_path / "history", events, seed=3, jobs=2, record_logs=tmp_path / "logs"
+    )
+    # The logs change nothing in the history.
+    assert logged == plain
+    assert read_back(tmp_path / "history").equals(read_back(tmp_path / "plain"))
+    configs = coordinator_configs(events)
+    assert len(configs) == 2
+    replayed_offsets = 0
+    for index, config in enumerate(configs):
+        path = record_log_path(tmp_path / "logs", index)
+        assert path == tmp_path / "logs" / f"coordinator-{index}.db"
+        with SqliteLog(path) as log:
+            records = list(log.read())
+            coord = GroupCoordinator(config, log, now_ms=logged.last_at_ms)
+        # The full stream: superseded commits and tombstones are still there.
+        assert len(records) > len({key for key, _ in records})
+        assert any(value is None for _, value in records)
+        mine = {g.group_id for g in logged.groups if g.coordinator == index}
+        assert coord.group_ids() and set(coord.group_ids()) <= mine
+        replayed_offsets += sum(len(coord.committed_offsets(g)) for g in coord.group_ids())
+    assert replayed_offsets > 0
+    # A log is never appended to twice.
+    with pytest.raises(HistoryDirError, match=r"coordinator-0\.db exists"):
+        generate_history(tmp_path / "again", events, record_logs=tmp_path / "logs")
+    assert not (tmp_path / "again").exists()
+
+
+def test_the_command_writes_record_logs_when_asked(tmp_path: Path) -> None:
+    call_command(
+        "generate_history",
+        str(tmp_path / "h"),
+        "--events",
+        "1000",
+        "--record-logs",
+        str(tmp_path / "logs"),
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    assert sorted(p.name for p in (tmp_path / "logs").glob("*.db")) == [
+        "coordinator-0.db",
+        "coordinator-1.db",
+    ]

@@ -1,13 +1,15 @@
-"""``python manage.py generate_history DIR --events N [--seed S] [--jobs J]``: a synthetic
-rebalance history of at least N events, from the real engine driven in virtual time by
-simulated members, written to DIR (new or empty) as ``export_history`` writes the stored one.
+"""``python manage.py generate_history DIR --events N [--seed S] [--jobs J] [--record-logs LOGS]``:
+a synthetic rebalance history of at least N events, from the real engine driven in virtual time
+by simulated members, written to DIR (new or empty) as ``export_history`` writes the stored one;
+with ``--record-logs``, each simulated coordinator's full record log too, as
+``LOGS/coordinator-<n>.db`` (an ``SqliteLog``, uncompacted: what bench/compaction.py replays).
 
 The same N and seed give the same files, whatever ``--jobs``. Progress goes to stderr; the
 summary to stdout: one line (events, files, last seq, days, time taken, events per second),
 then a table of what the generator did per group (also in ``DIR/_generated.json``). A DIR that
 is a file, not writable or not empty, or an N below 1, ends with a message naming what is
 wrong and a non-zero exit status. The work is ``webapp.analysis.generate.generate_history``;
-see docs/analysis.md. The command touches no database.
+see docs/analysis.md. The command touches no Django database (record logs are files of their own).
 """
 
 from __future__ import annotations
@@ -106,6 +108,13 @@ class Command(BaseCommand):
             f"{COORDINATORS}; default {COORDINATORS} from 200000 events on a machine with "
             "as many cores); the output is the same either way",
         )
+        parser.add_argument(
+            "--record-logs",
+            metavar="LOGS",
+            default=None,
+            help="also write each simulated coordinator's full record log (every record, "
+            "uncompacted) to LOGS/coordinator-<n>.db, an SqliteLog an engine can replay",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         def progress(events: int, at_ms: int) -> None:
@@ -119,6 +128,7 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 jobs=options["jobs"],
                 progress=progress,
+                record_logs=options["record_logs"],
             )
         except HistoryDirError as exc:
             raise CommandError(str(exc)) from exc

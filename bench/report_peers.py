@@ -1,0 +1,781 @@
+"""Two peers of the Spark rebalance report for ``bench/spark_report.py``: pandas and DuckDB SQL.
+
+Both read the same Parquet history (``DIR/day=YYYY-MM-DD/*.parquet``) and compute, per group,
+the figures of ``summary.json``'s ``groups`` entries, by the rules of
+``spark_tasks/rebalance_report.py``'s module docstring (and docs/analysis.md, "The rules"):
+``rebalances``, ``completed``, ``duration_ms`` (exact p50 and p95, linear interpolation as
+numpy's default, and max), ``partitions_moved``, ``stickiness_mean``, ``causes`` (cause ->
+count), ``unavailable_partition_s`` and ``storms``. Neither imports the report's code: they are
+independent readings of the same rules, so that equal results say something.
+
+The rules as both peers apply them, per group, over the group's events of the six types the
+report reads (StateChanged, GenerationStarted, MemberJoined, MemberRemoved,
+StaticMemberReplaced, AssignmentStored), in ``seq`` order:
+
+* a rebalance starts at a StateChanged Stable/Empty -> PreparingRebalance (its id: that seq);
+  every event belongs to the last start at or before it; the rebalance ends at its first
+  StateChanged to Stable (completed), Empty or Dead; its events run from its start up to the
+  next state change after its end (so the GenerationStarted / AssignmentStored emitted right
+  after the end move count);
+* the cause: the start's *block* is the run of events with the start's ``at_ms`` since the
+  previous StateChanged / GenerationStarted / AssignmentStored (a start is a StateChanged, so it
+  closes its block); admin reason first, then a StaticMemberReplaced in the block, then the
+  block's first membership event (MemberRemoved by reason; MemberJoined new / rejoined), then
+  the reason text, else ``other``;
+* before = the last AssignmentStored before the start (empty from Empty; unknown if none), after
+  = the rebalance's own last AssignmentStored when completed, empty when it ended Empty or Dead,
+  unknown when open; owners compared by ``group_instance_id`` for the member ids the history
+  ties to one (MemberJoined/MemberRemoved/StaticMemberReplaced rows, the fenced old id too), by
+  member id otherwise;
+* revoked: every partition owned before for an eager protocol (the last generation's assignor,
+  else the previous generation's; anything but ``cooperative-sticky``); for a cooperative or
+  unknown protocol, those owned before that the after assignment does not keep; a revocation
+  ends at the group's next AssignmentStored that holds the partition, unless a move to Empty or
+  Dead comes first (it ends there), and is not summed while open;
+* storms: a rebalance is in a storm when its start lies in a window [s, s + W] (s a start of
+  the group) holding at least K starts; storms are maximal chains of such windows.
+
+``pandas_report`` reads with pyarrow (only the columns needed, only the six types) and works in
+pandas; ``duckdb_report`` reads the Parquet files itself (``read_parquet``) with two threads.
+Both return ``{group_id: figures}`` for every group of the history, unrounded. Run one alone
+(the benchmark does, in a fresh process, to measure it): ``python bench/report_peers.py
+pandas|duckdb DIR [--storm-count K] [--storm-window-ms W]`` prints one JSON line
+``{"seconds": ..., "groups": {...}}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+__all__ = ["CAUSES", "duckdb_report", "pandas_report"]
+
+USED_TYPES = (
+    "StateChanged",
+    "GenerationStarted",
+    "MemberJoined",
+    "MemberRemoved",
+    "StaticMemberReplaced",
+    "AssignmentStored",
+)
+MEMBERSHIP_TYPES = ("MemberJoined", "MemberRemoved", "StaticMemberReplaced")
+BLOCK_ENDS = ("StateChanged", "GenerationStarted", "AssignmentStored")
+COLUMNS = (
+    "group_id",
+    "seq",
+    "at_ms",
+    "type",
+    "from_state",
+    "to_state",
+    "reason",
+    "member_id",
+    "old_member_id",
+    "group_instance_id",
+    "rejoined",
+    "protocol_name",
+    "assignment",
+)
+
+CAUSES = (
+    "member_joined",
+    "member_left",
+    "session_timeout",
+    "poll_timeout",
+    "static_member_replaced",
+    "admin_action",
+    "metadata_change",
+    "other",
+)
+ADMIN_REASON = "an admin requested a rebalance"
+REMOVAL_CAUSES = {
+    "left": "member_left",
+    "session_timeout": "session_timeout",
+    "join_timeout": "poll_timeout",
+    "rebalance_timeout": "poll_timeout",
+    "sync_timeout": "poll_timeout",
+    "removed_by_admin": "admin_action",
+    "fenced": "static_member_replaced",
+}
+#: The engine's wording of a rebalance's reason, first match wins (used only when the start's
+#: block holds no membership event).
+REASON_PATTERNS = (
+    ("static_member_replaced", r"^Group's selected protocol will change because static member "),
+    ("static_member_replaced", r"^Updating metadata for static member \S+ "),
+    ("member_joined", r"^Adding new member \S+ "),
+    ("metadata_change", r"^Updating metadata for member \S+ "),
+    ("metadata_change", r"^Leader \S+ re-joining group"),
+    ("member_left", r"^Removing member \S+ on LeaveGroup"),
+    ("session_timeout", r"^removing member \S+ on heartbeat expiration"),
+    ("poll_timeout", r"^removing [^,\s]+.* on pending sync request expiration"),
+)
+COOPERATIVE = ("cooperative-sticky",)
+
+
+def _no_rebalances() -> dict[str, Any]:
+    return {
+        "rebalances": 0,
+        "completed": 0,
+        "duration_ms": {"p50": None, "p95": None, "max": None},
+        "partitions_moved": 0,
+        "stickiness_mean": None,
+        "causes": {},
+        "unavailable_partition_s": 0.0,
+        "storms": 0,
+    }
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None or pd.isna(value) else int(value)
+
+
+# -- pandas ----------------------------------------------------------------------------------
+
+
+def _history_dataset(history_dir: str | Path) -> ds.Dataset:
+    # The files Spark reads: every Parquet file under the day folders (hidden ones excluded).
+    return ds.dataset(
+        str(history_dir),
+        format="parquet",
+        partitioning="hive",
+        exclude_invalid_files=False,
+        ignore_prefixes=[".", "_"],
+    )
+
+
+def _text_cause(reason: str | None) -> str:
+    if reason is not None:
+        for cause, pattern in REASON_PATTERNS:
+            if re.search(pattern, reason):
+                return cause
+    return "other"
+
+
+def pandas_report(
+    history_dir: str | Path, storm_count: int = 3, storm_window_ms: int = 60_000
+) -> dict[str, dict[str, Any]]:
+    """Per-group figures of the history under ``history_dir``, in pandas."""
+    dataset = _history_dataset(history_dir)
+    group_ids = sorted(
+        pc.unique(dataset.to_table(columns=["group_id"]).column("group_id")).to_pylist()
+    )
+    table = dataset.to_table(
+        columns=list(COLUMNS), filter=pc.field("type").isin(list(USED_TYPES))
+    ).sort_by([("group_id", "ascending"), ("seq", "ascending")])
+    # The assignments, one row per (event, partition), apart; the rest as a DataFrame.
+    assignment = table.column("assignment").combine_chunks()
+    assignment_null = assignment.is_null().to_numpy(zero_copy_only=False)
+    flat = pc.list_flatten(assignment)
+    owned = pd.DataFrame(
+        {
+            "row": pc.list_parent_indices(assignment).to_numpy(),
+            "member_id": flat.field("member_id").to_numpy(zero_copy_only=False),
+            "topic": flat.field("topic").to_numpy(zero_copy_only=False),
+            "partition": flat.field("partition").to_numpy(zero_copy_only=False),
+        }
+    )
+    ev = table.drop_columns(["assignment"]).to_pandas()
+    ev["assignment_null"] = assignment_null
+    n = len(ev)
+    ev["row"] = np.arange(n)
+    ev["g"] = pd.factorize(ev["group_id"])[0]
+    g = ev["g"]
+    kind = ev["type"]
+    changed = kind == "StateChanged"
+    seq = ev["seq"]
+
+    # Rebalance ids, state context.
+    is_start = (
+        changed
+        & (ev["to_state"] == "PreparingRebalance")
+        & ev["from_state"].isin(["Stable", "Empty"])
+    )
+    ev["rebalance_id"] = seq.where(is_start).groupby(g).ffill()
+    ev["state_seq"] = seq.where(changed).groupby(g).ffill()
+    # The start is a StateChanged: "at or before" the start is "before" it for these two.
+    ev["prev_generation_row"] = ev["row"].where(kind == "GenerationStarted").groupby(g).ffill()
+    ev["prev_assignment_row"] = ev["row"].where(kind == "AssignmentStored").groupby(g).ffill()
+    emptied = changed & ev["to_state"].isin(["Empty", "Dead"])
+    ev["next_emptied_row"] = ev["row"].where(emptied).groupby(g).bfill()
+
+    # Blocks: a new one where at_ms changes or after a block end.
+    previous_at = ev["at_ms"].groupby(g).shift(1)
+    previous_type = kind.groupby(g).shift(1)
+    new_block = previous_at.isna() | (previous_at != ev["at_ms"]) | previous_type.isin(BLOCK_ENDS)
+    ev["block"] = new_block.cumsum()
+    membership = ev[kind.isin(MEMBERSHIP_TYPES)]
+    # The block's first membership event (drop_duplicates, not groupby().first(), which would
+    # take each column's first non-null value).
+    trigger = membership.drop_duplicates("block").set_index("block")[["type", "reason", "rejoined"]]
+    static_blocks = set(ev.loc[kind == "StaticMemberReplaced", "block"])
+
+    # Ends: the first move to Stable/Empty/Dead after the start.
+    terminal = (
+        changed & ev["to_state"].isin(["Stable", "Empty", "Dead"]) & ev["rebalance_id"].notna()
+    )
+    ends = (
+        ev[terminal]
+        .drop_duplicates("rebalance_id")
+        .set_index("rebalance_id")[["seq", "at_ms", "to_state"]]
+        .rename(columns={"seq": "end_seq", "at_ms": "end_ms", "to_state": "end_state"})
+    )
+    ev = ev.join(ends, on="rebalance_id")
+    in_rebalance = ev["rebalance_id"].notna() & (
+        ev["end_seq"].isna() | (ev["state_seq"] <= ev["end_seq"])
+    )
+    inside = ev[in_rebalance]
+    last_generation_row = (
+        inside[inside["type"] == "GenerationStarted"].groupby("rebalance_id")["row"].max()
+    )
+    stored_row = inside[inside["type"] == "AssignmentStored"].groupby("rebalance_id")["row"].max()
+
+    # One row per rebalance.
+    rb = ev[is_start][
+        [
+            "g",
+            "group_id",
+            "rebalance_id",
+            "at_ms",
+            "from_state",
+            "reason",
+            "block",
+            "end_ms",
+            "end_state",
+            "prev_generation_row",
+            "prev_assignment_row",
+            "next_emptied_row",
+        ]
+    ].rename(columns={"at_ms": "start_ms"})
+    rb.index = pd.Index(rb["rebalance_id"].to_numpy())
+    rb["last_generation_row"] = last_generation_row
+    rb["stored_row"] = stored_row
+    rb["completed"] = rb["end_state"] == "Stable"
+    rb["duration_ms"] = (rb["end_ms"] - rb["start_ms"]).where(rb["completed"])
+    protocol_of = ev["protocol_name"].to_numpy()
+
+    def at_rows(values: np.ndarray, rows: pd.Series) -> pd.Series:
+        present = rows.notna()
+        out = pd.Series(None, index=rows.index, dtype=object)
+        out[present] = values[rows[present].astype(np.int64).to_numpy()]
+        return out
+
+    protocol = at_rows(protocol_of, rb["last_generation_row"])
+    protocol = protocol.where(protocol.notna(), at_rows(protocol_of, rb["prev_generation_row"]))
+    rb["rebalance_protocol"] = np.where(
+        protocol.isna(), None, np.where(protocol.isin(COOPERATIVE), "cooperative", "eager")
+    )
+
+    # Causes, by the first rule that applies (np.select keeps the order).
+    first = trigger.reindex(rb["block"].to_numpy())
+    first_type = first["type"].to_numpy()
+    rejoined = first["rejoined"].map(lambda value: value is True or value == True)  # noqa: E712
+    by_text = rb.loc[
+        ~rb["block"].isin(trigger.index) & ~rb["block"].isin(static_blocks), "reason"
+    ].map(_text_cause)
+    rb["cause"] = np.select(
+        [
+            rb["reason"].fillna("").str.startswith(ADMIN_REASON).to_numpy(),
+            rb["block"].isin(static_blocks).to_numpy(),
+            first_type == "MemberRemoved",
+            (first_type == "MemberJoined") & rejoined.to_numpy(dtype=bool),
+            first_type == "MemberJoined",
+        ],
+        [
+            "admin_action",
+            "static_member_replaced",
+            first["reason"].map(REMOVAL_CAUSES).fillna("other").to_numpy(),
+            "metadata_change",
+            "member_joined",
+        ],
+        default=by_text.reindex(rb.index).fillna("other").to_numpy(),
+    )
+
+    # Assignments before and after: known or not, and their rows.
+    def has_assignment(rows: pd.Series) -> np.ndarray:
+        """Whether each row position names an AssignmentStored with an assignment."""
+        values = rows.to_numpy(dtype=float)
+        present = ~np.isnan(values)
+        known = np.zeros(len(values), dtype=bool)
+        known[present] = ~assignment_null[values[present].astype(np.int64)]
+        return known
+
+    from_empty = rb["from_state"] == "Empty"
+    before_known = from_empty | has_assignment(rb["prev_assignment_row"])
+    ended_empty = rb["end_state"].isin(["Empty", "Dead"])
+    after_known = ended_empty | (
+        rb["completed"] & has_assignment(rb["stored_row"].where(rb["completed"]))
+    )
+    rb["before_known"] = before_known
+    rb["after_known"] = after_known
+
+    # Owners: by group_instance_id where the history ties the member id to one.
+    named = ev.loc[ev["group_instance_id"].notna(), ["g", "member_id", "group_instance_id"]]
+    fenced = ev.loc[kind == "StaticMemberReplaced", ["g", "old_member_id", "group_instance_id"]]
+    instances = (
+        pd.concat([named, fenced.rename(columns={"old_member_id": "member_id"})])
+        .dropna(subset=["member_id"])
+        .groupby(["g", "member_id"])["group_instance_id"]
+        .min()
+    )
+    owned["g"] = ev["g"].to_numpy()[owned["row"].to_numpy()]
+    owned = owned.join(instances, on=["g", "member_id"])
+    owned["owner"] = owned["group_instance_id"].where(
+        owned["group_instance_id"].notna(), owned["member_id"]
+    )
+
+    def side(rows: pd.Series, name: str) -> pd.DataFrame:
+        links = pd.DataFrame({"rebalance_id": rows.index, "row": rows.to_numpy()}).dropna()
+        links["row"] = links["row"].astype(np.int64)
+        frame = links.merge(owned, on="row")
+        return frame[["rebalance_id", "topic", "partition", "member_id", "owner"]].rename(
+            columns={"member_id": f"member_{name}", "owner": f"owner_{name}"}
+        )
+
+    known_before = rb[rb["before_known"] & ~from_empty]
+    before = side(known_before["prev_assignment_row"], "before")
+    known_after = rb[rb["before_known"] & rb["after_known"] & rb["completed"]]
+    after = side(known_after["stored_row"], "after")
+    changes = before.merge(after, on=["rebalance_id", "topic", "partition"], how="outer")
+    changes = changes.join(
+        rb[["g", "start_ms", "rebalance_protocol", "after_known", "next_emptied_row"]],
+        on="rebalance_id",
+    )
+    has_before = changes["owner_before"].notna()
+    has_after = changes["owner_after"].notna()
+    same = (changes["owner_before"] == changes["owner_after"]) | (~has_before & ~has_after)
+    changes["moved"] = changes["after_known"] & ~same
+    changes["kept"] = changes["after_known"] & same & has_before
+    changes["both"] = changes["after_known"] & has_before & has_after
+
+    per_rebalance = changes.groupby("rebalance_id")[["moved", "kept", "both"]].sum()
+    both_known = rb["before_known"] & rb["after_known"]
+    per_rebalance = per_rebalance.reindex(rb.index).fillna(0)
+    rb["partitions_moved"] = per_rebalance["moved"].where(both_known)
+    rb["stickiness"] = (per_rebalance["kept"] / per_rebalance["both"]).where(
+        both_known & (per_rebalance["both"] > 0)
+    )
+
+    # Revocations and when each ended.
+    eager = changes["rebalance_protocol"] == "eager"
+    revoked = changes[has_before & (eager | (changes["after_known"] & ~changes["kept"]))]
+    revoked = revoked[
+        ["rebalance_id", "g", "topic", "partition", "start_ms", "next_emptied_row"]
+    ].copy()
+    stored = owned[["row", "g", "topic", "partition"]].copy()
+    stored["seq"] = ev["seq"].to_numpy()[stored["row"].to_numpy()]
+    stored["at_ms"] = ev["at_ms"].to_numpy()[stored["row"].to_numpy()]
+    revoked["seq"] = revoked["rebalance_id"].astype(np.int64)
+    nxt = pd.merge_asof(
+        revoked.sort_values("seq"),
+        stored[["g", "topic", "partition", "seq", "at_ms"]]
+        .rename(columns={"at_ms": "assigned_ms"})
+        .assign(assigned_seq=lambda f: f["seq"])
+        .sort_values("seq"),
+        on="seq",
+        by=["g", "topic", "partition"],
+        direction="forward",
+        allow_exact_matches=False,
+    )
+    emptied_row = nxt["next_emptied_row"]
+    emptied_present = emptied_row.notna()
+    emptied_seq = pd.Series(np.nan, index=nxt.index)
+    emptied_ms = pd.Series(np.nan, index=nxt.index)
+    rows = emptied_row[emptied_present].astype(np.int64).to_numpy()
+    emptied_seq[emptied_present] = ev["seq"].to_numpy()[rows]
+    emptied_ms[emptied_present] = ev["at_ms"].to_numpy()[rows]
+    assigned_first = nxt["assigned_seq"].notna() & (
+        emptied_seq.isna() | (nxt["assigned_seq"] < emptied_seq)
+    )
+    ended_ms = nxt["assigned_ms"].where(assigned_first, emptied_ms)
+    nxt["unavailable_ms"] = ended_ms - nxt["start_ms"]
+    unavailable = nxt.groupby("rebalance_id")["unavailable_ms"].sum(min_count=1)
+    rb["unavailable_partition_ms"] = (
+        unavailable.reindex(rb.index).fillna(0).where(rb["before_known"])
+    )
+
+    # Storms.
+    rb = rb.sort_values(["g", "start_ms", "rebalance_id"])
+    span = np.int64(1) << np.int64(44)  # more than any at_ms: keys of two groups never overlap
+    key = rb["g"].to_numpy(np.int64) * span + rb["start_ms"].to_numpy(np.int64)
+    first = np.searchsorted(key, key, side="left")
+    past = np.searchsorted(key, key + storm_window_ms, side="right")
+    reach = np.where(past - first >= storm_count, key[past - 1] - (key - rb["start_ms"]), np.nan)
+    rb["reach"] = reach
+    covered_until = rb["reach"].fillna(-np.inf).groupby(rb["g"]).cummax()
+    covered_before = covered_until.groupby(rb["g"]).shift(1)
+    in_storm = covered_until >= rb["start_ms"]
+    begins = in_storm & (covered_before.isna() | (covered_before < rb["start_ms"]))
+    storm_id = rb["rebalance_id"].where(begins).groupby(rb["g"]).ffill()
+    rb["storm_id"] = storm_id.where(in_storm)
+
+    # Per group.
+    result = {group_id: _no_rebalances() for group_id in group_ids}
+    by_group = rb.groupby("group_id")
+    quantiles = by_group["duration_ms"].quantile([0.5, 0.95]).unstack()
+    figures = pd.DataFrame(
+        {
+            "rebalances": by_group.size(),
+            "completed": by_group["completed"].sum(),
+            "duration_max": by_group["duration_ms"].max(),
+            "partitions_moved": by_group["partitions_moved"].sum(),
+            "stickiness_mean": by_group["stickiness"].mean(),
+            "unavailable_ms": by_group["unavailable_partition_ms"].sum(),
+            "storms": by_group["storm_id"].nunique(),
+        }
+    ).join(quantiles)
+    cause_counts = rb.groupby(["group_id", "cause"]).size()
+    for group_id, row in figures.iterrows():
+        result[group_id] = {
+            "rebalances": int(row["rebalances"]),
+            "completed": int(row["completed"]),
+            "duration_ms": {
+                "p50": _float_or_none(row[0.5]),
+                "p95": _float_or_none(row[0.95]),
+                "max": _int_or_none(row["duration_max"]),
+            },
+            "partitions_moved": int(row["partitions_moved"]),
+            "stickiness_mean": _float_or_none(row["stickiness_mean"]),
+            "causes": {
+                cause: int(count) for cause, count in sorted(cause_counts[group_id].items())
+            },
+            "unavailable_partition_s": float(row["unavailable_ms"]) / 1000.0,
+            "storms": int(row["storms"]),
+        }
+    return result
+
+
+# -- DuckDB ----------------------------------------------------------------------------------
+
+
+def _sql_list(values: tuple[str, ...]) -> str:
+    return ", ".join("'" + value.replace("'", "''") + "'" for value in values)
+
+
+def _duckdb_sql(storm_count: int, storm_window_ms: int) -> list[str]:
+    removal = " ".join(
+        f"WHEN '{reason}' THEN '{cause}'" for reason, cause in REMOVAL_CAUSES.items()
+    )
+    text_cause = (
+        "CASE "
+        + " ".join(
+            f"WHEN regexp_matches(s.reason, '{pattern.replace(chr(39), chr(39) * 2)}') "
+            f"THEN '{cause}'"
+            for cause, pattern in REASON_PATTERNS
+        )
+        + " ELSE 'other' END"
+    )
+    return [
+        # The events in group order, with their rebalance, state and block.
+        f"""
+        CREATE TEMP TABLE ev AS
+        SELECT *,
+            last_value(CASE WHEN is_start THEN seq END IGNORE NULLS) OVER so_far AS rebalance_id,
+            last_value(CASE WHEN type = 'StateChanged' THEN seq END IGNORE NULLS)
+                OVER so_far AS state_seq,
+            last_value(CASE WHEN type = 'GenerationStarted' THEN seq END IGNORE NULLS)
+                OVER so_far AS prev_generation_seq,
+            last_value(CASE WHEN type = 'AssignmentStored' THEN seq END IGNORE NULLS)
+                OVER so_far AS prev_assignment_seq,
+            first_value(CASE WHEN type = 'StateChanged' AND to_state IN ('Empty', 'Dead')
+                THEN seq END IGNORE NULLS) OVER later AS next_emptied_seq,
+            sum(CASE WHEN lag_at IS NULL OR lag_at <> at_ms
+                OR lag_type IN ({_sql_list(BLOCK_ENDS)}) THEN 1 ELSE 0 END) OVER so_far AS block
+        FROM (
+            SELECT group_id, seq, at_ms, type, from_state, to_state, reason, member_id,
+                old_member_id, group_instance_id, rejoined, protocol_name, assignment,
+                coalesce(type = 'StateChanged' AND to_state = 'PreparingRebalance'
+                    AND from_state IN ('Stable', 'Empty'), false) AS is_start,
+                lag(at_ms) OVER w AS lag_at,
+                lag(type) OVER w AS lag_type
+            FROM history
+            WHERE type IN ({_sql_list(USED_TYPES)})
+            WINDOW w AS (PARTITION BY group_id ORDER BY seq)
+        )
+        WINDOW so_far AS (PARTITION BY group_id ORDER BY seq
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
+               later AS (PARTITION BY group_id ORDER BY seq
+                         ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)
+        """,
+        """
+        CREATE TEMP TABLE ends AS
+        SELECT rebalance_id, arg_min(seq, seq) AS end_seq, arg_min(at_ms, seq) AS end_ms,
+            arg_min(to_state, seq) AS end_state
+        FROM ev
+        WHERE type = 'StateChanged' AND to_state IN ('Stable', 'Empty', 'Dead')
+            AND rebalance_id IS NOT NULL
+        GROUP BY rebalance_id
+        """,
+        f"""
+        CREATE TEMP TABLE blocks AS
+        SELECT group_id, block,
+            arg_min(type, seq) FILTER (WHERE type IN ({_sql_list(MEMBERSHIP_TYPES)}))
+                AS trigger_type,
+            min(seq) FILTER (WHERE type IN ({_sql_list(MEMBERSHIP_TYPES)})) AS trigger_seq,
+            bool_or(type = 'StaticMemberReplaced') AS static_replaced
+        FROM ev GROUP BY group_id, block
+        """,
+        """
+        CREATE TEMP TABLE inside AS
+        SELECT ev.rebalance_id,
+            max(seq) FILTER (WHERE type = 'GenerationStarted') AS last_generation_seq,
+            max(seq) FILTER (WHERE type = 'AssignmentStored') AS stored_seq
+        FROM ev LEFT JOIN ends USING (rebalance_id)
+        WHERE ev.rebalance_id IS NOT NULL
+            AND (ends.end_seq IS NULL OR ev.state_seq <= ends.end_seq)
+        GROUP BY ev.rebalance_id
+        """,
+        # One row per rebalance.
+        f"""
+        CREATE TEMP TABLE rb AS
+        SELECT s.group_id, s.rebalance_id, s.at_ms AS start_ms, s.from_state,
+            e.end_ms, e.end_state,
+            coalesce(e.end_state = 'Stable', false) AS completed,
+            CASE WHEN e.end_state = 'Stable' THEN e.end_ms - s.at_ms END AS duration_ms,
+            CASE
+                WHEN starts_with(s.reason, '{ADMIN_REASON}') THEN 'admin_action'
+                WHEN coalesce(b.static_replaced, false) THEN 'static_member_replaced'
+                WHEN b.trigger_type = 'MemberRemoved'
+                    THEN coalesce(CASE t.reason {removal} END, 'other')
+                WHEN b.trigger_type = 'MemberJoined' THEN
+                    CASE WHEN t.rejoined THEN 'metadata_change' ELSE 'member_joined' END
+                ELSE {text_cause}
+            END AS cause,
+            CASE
+                WHEN coalesce(lg.protocol_name, pg.protocol_name) IS NULL THEN NULL
+                WHEN coalesce(lg.protocol_name, pg.protocol_name) IN ({_sql_list(COOPERATIVE)})
+                    THEN 'cooperative'
+                ELSE 'eager'
+            END AS rebalance_protocol,
+            CASE WHEN s.from_state = 'Empty' THEN NULL ELSE s.prev_assignment_seq END
+                AS before_seq,
+            s.from_state = 'Empty' OR (pa.seq IS NOT NULL AND pa.assignment IS NOT NULL)
+                AS before_known,
+            CASE WHEN e.end_state = 'Stable' THEN i.stored_seq END AS after_seq,
+            coalesce(e.end_state IN ('Empty', 'Dead'), false)
+                OR (coalesce(e.end_state = 'Stable', false) AND st.assignment IS NOT NULL)
+                AS after_known,
+            ne.seq AS next_emptied_seq, ne.at_ms AS next_emptied_ms
+        FROM ev s
+        LEFT JOIN ends e ON e.rebalance_id = s.seq
+        LEFT JOIN blocks b ON b.group_id = s.group_id AND b.block = s.block
+        LEFT JOIN ev t ON t.seq = b.trigger_seq
+        LEFT JOIN inside i ON i.rebalance_id = s.seq
+        LEFT JOIN ev lg ON lg.seq = i.last_generation_seq
+        LEFT JOIN ev pg ON pg.seq = s.prev_generation_seq
+        LEFT JOIN ev pa ON pa.seq = s.prev_assignment_seq
+        LEFT JOIN ev st ON st.seq = i.stored_seq AND e.end_state = 'Stable'
+        LEFT JOIN ev ne ON ne.seq = s.next_emptied_seq
+        WHERE s.is_start
+        """,
+        # Owners: by group_instance_id for the member ids tied to one.
+        """
+        CREATE TEMP TABLE instances AS
+        SELECT group_id, member_id, min(group_instance_id) AS group_instance_id
+        FROM (
+            SELECT group_id, member_id, group_instance_id FROM ev
+            WHERE group_instance_id IS NOT NULL
+            UNION ALL
+            SELECT group_id, old_member_id, group_instance_id FROM ev
+            WHERE type = 'StaticMemberReplaced'
+        )
+        WHERE member_id IS NOT NULL
+        GROUP BY group_id, member_id
+        """,
+        """
+        CREATE TEMP TABLE owned AS
+        SELECT o.group_id, o.seq, o.at_ms, o.topic, o.part, o.member_id,
+            coalesce(i.group_instance_id, o.member_id) AS owner
+        FROM (
+            SELECT group_id, seq, at_ms, struct_extract(a, 'member_id') AS member_id,
+                struct_extract(a, 'topic') AS topic, struct_extract(a, 'partition') AS part
+            FROM (SELECT group_id, seq, at_ms, unnest(assignment) AS a FROM ev
+                  WHERE type = 'AssignmentStored')
+        ) o
+        LEFT JOIN instances i USING (group_id, member_id)
+        """,
+        """
+        CREATE TEMP TABLE changes AS
+        WITH before_side AS (
+            SELECT r.rebalance_id, o.topic, o.part, o.owner AS owner_before
+            FROM rb r JOIN owned o ON o.seq = r.before_seq
+            WHERE r.before_known
+        ), after_side AS (
+            SELECT r.rebalance_id, o.topic, o.part, o.owner AS owner_after
+            FROM rb r JOIN owned o ON o.seq = r.after_seq
+            WHERE r.before_known AND r.after_known
+        )
+        SELECT coalesce(b.rebalance_id, a.rebalance_id) AS rebalance_id,
+            coalesce(b.topic, a.topic) AS topic,
+            coalesce(b.part, a.part) AS part,
+            b.owner_before, a.owner_after,
+            r.group_id, r.start_ms, r.rebalance_protocol, r.after_known,
+            r.next_emptied_seq, r.next_emptied_ms,
+            r.after_known AND b.owner_before IS DISTINCT FROM a.owner_after AS moved,
+            r.after_known AND b.owner_before IS NOT DISTINCT FROM a.owner_after
+                AND b.owner_before IS NOT NULL AS kept,
+            r.after_known AND b.owner_before IS NOT NULL AND a.owner_after IS NOT NULL AS both_owned
+        FROM before_side b
+        FULL OUTER JOIN after_side a
+            ON a.rebalance_id = b.rebalance_id AND a.topic = b.topic
+            AND a.part = b.part
+        JOIN rb r ON r.rebalance_id = coalesce(b.rebalance_id, a.rebalance_id)
+        """,
+        """
+        CREATE TEMP TABLE revoked AS
+        SELECT c.rebalance_id, c.group_id, c.topic, c.part, c.start_ms,
+            c.next_emptied_seq, c.next_emptied_ms, nxt.seq AS assigned_seq,
+            nxt.at_ms AS assigned_ms
+        FROM (
+            SELECT * FROM changes
+            WHERE owner_before IS NOT NULL
+                AND (rebalance_protocol = 'eager' OR (after_known AND NOT kept))
+        ) c
+        ASOF LEFT JOIN owned nxt
+            ON nxt.group_id = c.group_id AND nxt.topic = c.topic
+            AND nxt.part = c.part AND nxt.seq > c.rebalance_id
+        """,
+        """
+        CREATE TEMP TABLE unavailable AS
+        SELECT rebalance_id, sum(
+            CASE WHEN assigned_seq IS NOT NULL
+                    AND (next_emptied_seq IS NULL OR assigned_seq < next_emptied_seq)
+                THEN assigned_ms ELSE next_emptied_ms END - start_ms) AS unavailable_ms
+        FROM revoked GROUP BY rebalance_id
+        """,
+        """
+        CREATE TEMP TABLE moves AS
+        SELECT rebalance_id, sum(moved::int) AS moved, sum(kept::int) AS kept,
+            sum(both_owned::int) AS both_owned
+        FROM changes GROUP BY rebalance_id
+        """,
+        # Storms.
+        f"""
+        CREATE TEMP TABLE stormy AS
+        WITH reach AS (
+            SELECT rebalance_id, group_id, start_ms,
+                CASE WHEN count(*) OVER ahead >= {storm_count} THEN max(start_ms) OVER ahead
+                END AS reach
+            FROM rb
+            WINDOW ahead AS (PARTITION BY group_id ORDER BY start_ms
+                             RANGE BETWEEN CURRENT ROW AND {storm_window_ms} FOLLOWING)
+        ), covered AS (
+            SELECT *,
+                max(reach) OVER (PARTITION BY group_id ORDER BY start_ms, rebalance_id
+                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS until,
+                max(reach) OVER (PARTITION BY group_id ORDER BY start_ms, rebalance_id
+                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+            FROM reach
+        ), flagged AS (
+            SELECT *, coalesce(until >= start_ms, false) AS in_storm,
+                coalesce(until >= start_ms, false)
+                    AND coalesce(before < start_ms, true) AS begins
+            FROM covered
+        )
+        SELECT rebalance_id, CASE WHEN in_storm THEN last_value(
+                CASE WHEN begins THEN rebalance_id END IGNORE NULLS) OVER (
+                PARTITION BY group_id ORDER BY start_ms, rebalance_id
+                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) END AS storm_id
+        FROM flagged
+        """,
+        """
+        CREATE TEMP TABLE per_rebalance AS
+        SELECT r.group_id, r.rebalance_id, r.completed, r.duration_ms, r.cause,
+            CASE WHEN r.before_known AND r.after_known THEN coalesce(m.moved, 0) END
+                AS partitions_moved,
+            CASE WHEN r.before_known AND r.after_known AND m.both_owned > 0
+                THEN m.kept / m.both_owned END AS stickiness,
+            CASE WHEN r.before_known THEN coalesce(u.unavailable_ms, 0) END
+                AS unavailable_partition_ms,
+            s.storm_id
+        FROM rb r
+        LEFT JOIN moves m USING (rebalance_id)
+        LEFT JOIN unavailable u USING (rebalance_id)
+        LEFT JOIN stormy s USING (rebalance_id)
+        """,
+    ]
+
+
+def duckdb_report(
+    history_dir: str | Path, storm_count: int = 3, storm_window_ms: int = 60_000
+) -> dict[str, dict[str, Any]]:
+    """Per-group figures of the history under ``history_dir``, in DuckDB SQL."""
+    import duckdb
+
+    connection = duckdb.connect(config={"threads": 2})
+    try:
+        pattern = str(Path(history_dir) / "*" / "*.parquet").replace("'", "''")
+        connection.execute(
+            f"CREATE TEMP VIEW history AS SELECT * FROM read_parquet('{pattern}', "
+            "hive_partitioning = false)"
+        )
+        for statement in _duckdb_sql(storm_count, storm_window_ms):
+            connection.execute(statement)
+        group_ids = [
+            row[0] for row in connection.execute("SELECT DISTINCT group_id FROM history").fetchall()
+        ]
+        result = {group_id: _no_rebalances() for group_id in sorted(group_ids)}
+        rows = connection.execute(
+            """
+            SELECT group_id, count(*), sum(completed::int),
+                quantile_cont(duration_ms, 0.5), quantile_cont(duration_ms, 0.95),
+                max(duration_ms), sum(partitions_moved), avg(stickiness),
+                sum(unavailable_partition_ms), count(DISTINCT storm_id)
+            FROM per_rebalance GROUP BY group_id
+            """
+        ).fetchall()
+        causes: dict[str, dict[str, int]] = {}
+        for group_id, cause, count in connection.execute(
+            "SELECT group_id, cause, count(*) FROM per_rebalance GROUP BY ALL ORDER BY cause"
+        ).fetchall():
+            causes.setdefault(group_id, {})[cause] = count
+    finally:
+        connection.close()
+    for group_id, count, completed, p50, p95, longest, moved, sticky, unavailable, storms in rows:
+        result[group_id] = {
+            "rebalances": count,
+            "completed": int(completed),
+            "duration_ms": {
+                "p50": _float_or_none(p50),
+                "p95": _float_or_none(p95),
+                "max": _int_or_none(longest),
+            },
+            "partitions_moved": int(moved or 0),
+            "stickiness_mean": _float_or_none(sticky),
+            "causes": causes.get(group_id, {}),
+            "unavailable_partition_s": float(unavailable or 0) / 1000.0,
+            "storms": storms,
+        }
+    return result
+
+
+PEERS = {"pandas": pandas_report, "duckdb": duckdb_report}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Run one peer of the rebalance report.")
+    parser.add_argument("peer", choices=sorted(PEERS))
+    parser.add_argument("history", help="the history directory")
+    parser.add_argument("--storm-count", type=int, default=3)
+    parser.add_argument("--storm-window-ms", type=int, default=60_000)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    groups = PEERS[args.peer](args.history, args.storm_count, args.storm_window_ms)
+    seconds = time.perf_counter() - started
+    print(json.dumps({"peer": args.peer, "seconds": seconds, "groups": groups}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

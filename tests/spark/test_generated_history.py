@@ -1,0 +1,180 @@
+"""``run`` end to end on a generated history (``webapp.analysis.generate``, 10,000 events, a
+fixed seed), its summary.json checked against what the generator counted itself
+(``GeneratedHistory`` and its ``GroupSummary`` per group), not against figures recomputed from
+the events by the report's own rules. Each check says why it must hold.
+
+The generator's counts that matter here, and why they are independent of the report: the
+generator counts ``generations`` when its simulated members get SyncGroup answered NONE for a
+new generation, ``admin_rebalances`` when ``trigger_rebalance`` returns NONE,
+``admin_removals`` when an admin's LeaveGroup by instance id removes a member,
+``static_restarts`` when it restarts a static member; the events are the engine's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pytest
+from pyspark.sql import SparkSession
+
+from spark_tasks.rebalance_report import CAUSES, run
+from webapp.analysis.generate import GeneratedHistory, GroupSummary, generate_history
+
+EVENTS = 10_000
+SEED = 1
+
+Generated = tuple[GeneratedHistory, dict[str, Any], Counter[tuple[str, str]]]
+
+pytestmark = pytest.mark.slow  # ~18 s cold: generating (1.5 s), the report on local[1] (~16 s)
+
+
+@pytest.fixture(scope="module")
+def generated(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Generated:
+    root = tmp_path_factory.mktemp("generated")
+    history = generate_history(root / "history", EVENTS, seed=SEED, jobs=1)
+    summary = run(spark, root / "history", root / "report")
+    # What run() returns is what it wrote.
+    assert json.loads((root / "report" / "summary.json").read_text()) == summary
+    return history, summary, _raw_counts(root / "history")
+
+
+def _raw_counts(directory: Path) -> Counter[tuple[str, str]]:
+    """(group, kind) -> events, straight from the Parquet files: AssignmentStored events, and
+    StateChanged events into Stable (kind ``Stable``)."""
+    table = ds.dataset(directory, format="parquet", partitioning="hive").to_table(
+        columns=["group_id", "type", "to_state"]
+    )
+    counts: Counter[tuple[str, str]] = Counter()
+    for group_id, kind, to_state in zip(
+        *(table.column(c).to_pylist() for c in ("group_id", "type", "to_state")), strict=True
+    ):
+        if kind == "AssignmentStored":
+            counts[group_id, kind] += 1
+        elif kind == "StateChanged" and to_state == "Stable":
+            counts[group_id, "Stable"] += 1
+    return counts
+
+
+def _groups(history: GeneratedHistory) -> dict[str, GroupSummary]:
+    return {group.group_id: group for group in history.groups}
+
+
+def test_the_input_is_the_generated_history(
+    generated: Generated,
+) -> None:
+    history, summary, _ = generated
+    # run() counts every row Spark reads; the generator counts every row it wrote.
+    assert summary["input"]["events"] == history.events >= EVENTS
+    # Both count the Parquet files (_generated.json is hidden from Spark by its underscore).
+    assert summary["input"]["files"] == history.files
+    # Every group of the catalogue emits events (its members join, or the offsets-only job
+    # commits), so each is in the history, and the report lists every group of the history;
+    # the history holds no other group.
+    assert all(g.generations + g.commits > 0 for g in history.groups)
+    assert sorted(summary["groups"]) == sorted(_groups(history))
+    assert summary["totals"]["groups"] == len(history.groups)
+
+
+def test_completed_rebalances_are_the_generations_the_members_saw(
+    generated: Generated,
+) -> None:
+    history, summary, raw = generated
+    for group_id, group in _groups(history).items():
+        entry = summary["groups"][group_id]
+        # The premise below, checked on the raw events: one AssignmentStored per move to
+        # Stable, and one per generation the members saw complete.
+        assert raw[group_id, "AssignmentStored"] == raw[group_id, "Stable"], group_id
+        assert raw[group_id, "AssignmentStored"] == group.generations, group_id
+        # The engine moves a group CompletingRebalance -> Stable only when the leader's
+        # SyncGroup stores the assignment (AssignmentStored, after which the members' syncs
+        # are answered NONE: one generation seen complete). Stable is entered only from
+        # CompletingRebalance, which is entered only inside a rebalance (after a Stable/Empty ->
+        # PreparingRebalance start, or a restart of it), and a rebalance ends at its first move
+        # to Stable: so each move to Stable ends exactly one rebalance, as completed, and each
+        # is one generation the members saw complete. (The history starts with every group
+        # new, so no rebalance began before it.)
+        assert entry["completed"] == group.generations, group_id
+        assert entry["rebalances"] >= entry["completed"], group_id
+        assert sum(entry["causes"].values()) == entry["rebalances"], group_id
+        assert set(entry["causes"]) <= set(CAUSES), group_id
+        # A duration exists exactly for completed rebalances.
+        assert (entry["duration_ms"]["max"] is None) == (group.generations == 0), group_id
+    assert summary["totals"]["completed"] == sum(g.generations for g in history.groups)
+
+
+def test_the_offsets_only_job_never_rebalances(
+    generated: Generated,
+) -> None:
+    history, summary, _ = generated
+    jobs = [g for g in history.groups if g.assignor is None]
+    assert jobs  # the catalogue has one
+    for group in jobs:
+        # It commits with generation -1 and never sends JoinGroup: no state change at all.
+        assert group.commits > 0
+        entry = summary["groups"][group.group_id]
+        assert entry["rebalances"] == 0
+        assert entry["causes"] == {}
+        assert entry["storms"] == 0
+
+
+def test_admin_causes_are_bounded_by_the_admins_actions(
+    generated: Generated,
+) -> None:
+    history, summary, _ = generated
+    for group_id, group in _groups(history).items():
+        admin = summary["groups"][group_id]["causes"].get("admin_action", 0)
+        # A rebalance gets admin_action from the admin's reason on its start (only
+        # trigger_rebalance uses it; each call that started or restarted a rebalance is one
+        # admin_rebalance) or from a MemberRemoved removed_by_admin first in its start's block
+        # (each one an admin removal; blocks do not overlap). Not an equality: a trigger on a
+        # CompletingRebalance group restarts the rebalance under way rather than starting one,
+        # and a removal in a group already rebalancing starts nothing.
+        assert admin <= group.admin_rebalances + group.admin_removals, group_id
+    # A trigger on a Stable group does start one (the churn acts mostly on settled groups).
+    assert sum(e["causes"].get("admin_action", 0) for e in summary["groups"].values()) > 0
+
+
+def test_static_causes_only_where_static_members_restarted(
+    generated: Generated,
+) -> None:
+    history, summary, _ = generated
+    for group_id, group in _groups(history).items():
+        replaced = summary["groups"][group_id]["causes"].get("static_member_replaced", 0)
+        # static_member_replaced needs a StaticMemberReplaced in the start's block, a fenced
+        # MemberRemoved (emitted with the StaticMemberReplaced of the same call), or the
+        # engine's "static member" reason: each comes from a static member's restart, which
+        # the generator counts, and one restart's call starts at most one rebalance.
+        assert replaced <= group.static_restarts, group_id
+        if group.static_members == 0:
+            assert group.static_restarts == 0
+            assert replaced == 0, group_id
+
+
+def test_every_assignor_and_both_protocols_are_compared(
+    generated: Generated,
+) -> None:
+    history, summary, _ = generated
+    rebalancing = [g for g in history.groups if g.generations > 0]
+    assignors = {g.assignor for g in rebalancing}
+    assert assignors == {"range", "roundrobin", "sticky", "cooperative-sticky"}
+    # A completed generation's GenerationStarted names the protocol the members agreed on,
+    # their first assignor (GroupSummary.assignor); the report keys rebalances by it. Only a
+    # rebalance with no generation before or in it has none ("unknown").
+    assert assignors <= set(summary["assignors"]) <= assignors | {"unknown"}
+    for assignor in assignors:
+        # Every member of a group offers the same assignors, so all its generations use one.
+        expected = sum(1 for g in rebalancing if g.assignor == assignor)
+        assert summary["assignors"][assignor]["groups"] == expected, assignor
+        assert summary["assignors"][assignor]["completed"] == sum(
+            g.generations for g in rebalancing if g.assignor == assignor
+        ), assignor
+    for protocol, cooperative in (("eager", False), ("cooperative", True)):
+        groups = [g for g in rebalancing if g.cooperative is cooperative]
+        assert groups, protocol
+        figures = summary["protocols"][protocol]
+        assert figures["groups"] == len(groups), protocol
+        assert figures["completed"] == sum(g.generations for g in groups), protocol
