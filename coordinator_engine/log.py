@@ -280,11 +280,7 @@ class SqliteLog:
         appends only add later entries, which can supersede more but never bring back what
         the plan drops. Raises LogAppendError when SQLite fails.
         """
-        try:
-            uri = f"file:{urllib.parse.quote(self.path)}?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise LogAppendError(f"{self.path}: planning compaction failed: {exc}") from exc
+        conn = self._side_connection("ro", "planning compaction")
         try:
             rows = conn.execute(
                 'WITH latest AS (SELECT key, MAX("offset") AS last FROM records GROUP BY key)'
@@ -329,12 +325,7 @@ class SqliteLog:
         Raises LogAppendError (with the cause) when SQLite fails; nothing is lost then, the
         records stay in the write-ahead log.
         """
-        try:
-            # mode=rw: a log file deleted meanwhile is an error, not a new empty database.
-            uri = f"file:{urllib.parse.quote(self.path)}?mode=rw"
-            conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise LogAppendError(f"{self.path}: checkpoint failed: {exc}") from exc
+        conn = self._side_connection("rw", "checkpoint")
         try:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
@@ -343,6 +334,15 @@ class SqliteLog:
         finally:
             conn.close()
         return not busy and frames == copied
+
+    def _side_connection(self, mode: str, doing: str) -> sqlite3.Connection:
+        """A connection of its own to the log's file (any thread may use it). ``mode`` ro or
+        rw: never c, so a log file deleted meanwhile is an error, not a new empty database."""
+        try:
+            uri = f"file:{urllib.parse.quote(self.path)}?mode={mode}"
+            return sqlite3.connect(uri, uri=True, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise LogAppendError(f"{self.path}: {doing} failed: {exc}") from exc
 
     def close(self) -> None:
         """Close the database (idempotent). Appends after close raise LogAppendError."""
