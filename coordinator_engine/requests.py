@@ -34,6 +34,18 @@ def _plain_str(value: Any) -> bool:
     return type(value) is str and len(value) <= MAX_STRING_BYTES and value.isascii()
 
 
+def _plain_member(group_id: Any, member_id: Any, generation_id: Any, instance_id: Any) -> bool:
+    """True when a request's member fields (group, member, generation, static instance id)
+    certainly pass their full checks: the fast paths of the requests that carry them."""
+    return (
+        _plain_str(group_id)
+        and _plain_str(member_id)
+        and type(generation_id) is int
+        and INT32_MIN <= generation_id <= INT32_MAX
+        and (instance_id is None or _plain_str(instance_id))
+    )
+
+
 def check_str(owner: str, field: str, value: Any, *, nullable: bool = False) -> None:
     if type(value) is str and len(value) <= MAX_STRING_BYTES and value.isascii():
         return
@@ -183,11 +195,7 @@ class SyncGroupRequest:
         protocol_name = self.protocol_name
         assignments = self.assignments
         if (
-            _plain_str(self.group_id)
-            and type(generation_id) is int
-            and INT32_MIN <= generation_id <= INT32_MAX
-            and _plain_str(self.member_id)
-            and (instance_id is None or _plain_str(instance_id))
+            _plain_member(self.group_id, self.member_id, generation_id, instance_id)
             and (protocol_type is None or _plain_str(protocol_type))
             and (protocol_name is None or _plain_str(protocol_name))
             and type(assignments) is tuple
@@ -217,13 +225,7 @@ class HeartbeatRequest:
         # Fast path: fields that plainly pass every check below (heartbeats are most requests).
         generation_id = self.generation_id
         instance_id = self.group_instance_id
-        if (
-            _plain_str(self.group_id)
-            and _plain_str(self.member_id)
-            and type(generation_id) is int
-            and INT32_MIN <= generation_id <= INT32_MAX
-            and (instance_id is None or _plain_str(instance_id))
-        ):
+        if _plain_member(self.group_id, self.member_id, generation_id, instance_id):
             return
         o = "HeartbeatRequest"
         check_str(o, "group_id", self.group_id)
@@ -332,11 +334,7 @@ class OffsetCommitRequest:
         instance_id = self.group_instance_id
         offsets = self.offsets
         if (
-            _plain_str(self.group_id)
-            and _plain_str(self.member_id)
-            and type(generation_id) is int
-            and INT32_MIN <= generation_id <= INT32_MAX
-            and (instance_id is None or _plain_str(instance_id))
+            _plain_member(self.group_id, self.member_id, generation_id, instance_id)
             and type(offsets) is tuple
         ):
             for item in offsets:
