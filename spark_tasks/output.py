@@ -20,10 +20,14 @@ __all__ = ["discard_directory", "replace_directory", "staging_directory", "write
 
 
 def write_json_atomically(path: str | Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` through a temporary file in the same folder."""
+    """Write ``data`` as JSON to ``path`` through a temporary file in the same folder, flushed
+    to disk before the rename: a reader (or a crash) sees the old file or the new one whole."""
     target = Path(path)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    with open(temporary, "w", encoding="utf-8") as sink:
+        sink.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        sink.flush()
+        os.fsync(sink.fileno())
     os.replace(temporary, target)
 
 

@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from spark_tasks.output import write_json_atomically
 from spark_tasks.schema import PARTITION_COLUMN, SCHEMA_VERSION, day_of, table_of
 
 __all__ = [
@@ -57,7 +58,6 @@ __all__ = [
     "export_history",
     "prepare_empty_dir",
     "write_day_files",
-    "write_json",
 ]
 
 #: The export's manifest in DIR: ``{"schema_version", "last_seq", "events", "files"}``.
@@ -107,17 +107,6 @@ class _Manifest:
 
 
 # ---------------------------------------------------------------- the dataset layout
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` as JSON to ``path`` through a temporary file and a rename."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", encoding="utf-8") as sink:
-        json.dump(data, sink, indent=2)
-        sink.write("\n")
-        sink.flush()
-        os.fsync(sink.fileno())
-    os.replace(temporary, path)
 
 
 def _write_part(table: pa.Table, day_dir: Path) -> Path:
@@ -265,7 +254,7 @@ def export_history(
     try:
         if manifest is None:
             manifest = _Manifest()
-            write_json(directory / MANIFEST_NAME, manifest.to_json())
+            write_json_atomically(directory / MANIFEST_NAME, manifest.to_json())
         else:
             _remove_unfinished(directory, manifest.last_seq)
         events = files = 0
@@ -278,7 +267,7 @@ def export_history(
                 events=manifest.events + len(page),
                 files=manifest.files + len(written),
             )
-            write_json(directory / MANIFEST_NAME, manifest.to_json())
+            write_json_atomically(directory / MANIFEST_NAME, manifest.to_json())
             if progress is not None:
                 progress(events, manifest.last_seq)
     except OSError as exc:

@@ -162,6 +162,7 @@ from coordinator_engine.responses import (
     JoinGroupResponse,
     SyncGroupResponse,
 )
+from spark_tasks.output import write_json_atomically
 from spark_tasks.schema import HISTORY_SCHEMA
 
 from .export import (
@@ -170,7 +171,6 @@ from .export import (
     _check_dir,
     prepare_empty_dir,
     write_day_files,
-    write_json,
 )
 
 __all__ = [
@@ -1900,7 +1900,7 @@ def generate_history(
         groups_expired=sum(s.groups_expired for s in summaries if s is not None),
         groups=tuple(by_group[spec.group_id] for spec in groups),
     )
-    write_json(directory / GENERATED_NAME, history.to_json())
+    write_json_atomically(directory / GENERATED_NAME, history.to_json())
     return history
 
 

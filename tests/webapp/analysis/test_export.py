@@ -386,8 +386,8 @@ def test_files_of_an_export_that_crashed_are_written_again_not_counted_twice(
             raise KeyboardInterrupt  # the process dies after page 2's files are in place
         real_write_json(path, data)
 
-    real_write_json = export.write_json
-    monkeypatch.setattr(export, "write_json", crash_on_the_third_manifest)
+    real_write_json = export.write_json_atomically
+    monkeypatch.setattr(export, "write_json_atomically", crash_on_the_third_manifest)
     with pytest.raises(KeyboardInterrupt):
         export_history(tmp_path, batch_size=3)
     monkeypatch.undo()
