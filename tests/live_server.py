@@ -10,6 +10,7 @@ import os
 import secrets
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -146,6 +147,12 @@ class LiveServer:
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
+
+    def query(self, sql: str, parameters: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        """Rows of the server's Django database (SQLite), as dicts."""
+        with sqlite3.connect(self.env["DATABASE"].removeprefix("sqlite:///")) as db:
+            db.row_factory = sqlite3.Row
+            return [dict(row) for row in db.execute(sql, parameters)]
 
     def get(self, path: str) -> Any:
         with urllib.request.urlopen(self.url + path, timeout=5) as response:

@@ -56,13 +56,12 @@ class Celery:
 
 def task_results(server: LiveServer, task: str, status: str) -> list[Any]:
     """The stored results of ``task`` with ``status`` (django-celery-results' table)."""
-    with sqlite3.connect(server.env["DATABASE"].removeprefix("sqlite:///")) as db:
-        rows = db.execute(
-            "SELECT result FROM django_celery_results_taskresult"
-            " WHERE task_name = ? AND status = ? ORDER BY id",
-            (task, status),
-        ).fetchall()
-    return [json.loads(result) for (result,) in rows]
+    rows = server.query(
+        "SELECT result FROM django_celery_results_taskresult"
+        " WHERE task_name = ? AND status = ? ORDER BY id",
+        (task, status),
+    )
+    return [json.loads(row["result"]) for row in rows]
 
 
 def log_records(server: LiveServer) -> int:
@@ -236,6 +235,5 @@ def test_beat_sends_a_report_soon_after_it_starts(server: LiveServer) -> None:
 
 
 def report_runs(server: LiveServer) -> list[dict[str, Any]]:
-    with sqlite3.connect(server.env["DATABASE"].removeprefix("sqlite:///")) as db:
-        db.row_factory = sqlite3.Row
-        return [dict(row) for row in db.execute("SELECT * FROM webapp_reportrun ORDER BY id")]
+    """The report runs (``ReportRun`` rows), oldest first."""
+    return server.query("SELECT * FROM webapp_reportrun ORDER BY id")

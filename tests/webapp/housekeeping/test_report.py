@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 
 from tests.live_server import LiveServer, wait_for
 
-from .test_celery import Celery
+from .test_celery import Celery, report_runs
 
 pytestmark = pytest.mark.slow
 
@@ -37,15 +36,8 @@ def server(tmp_path: Path) -> Iterator[LiveServer]:
         live.kill()
 
 
-def runs(server: LiveServer) -> list[dict[str, Any]]:
-    with sqlite3.connect(server.env["DATABASE"].removeprefix("sqlite:///")) as db:
-        db.row_factory = sqlite3.Row
-        rows = db.execute("SELECT * FROM webapp_reportrun ORDER BY id").fetchall()
-    return [dict(row) for row in rows]
-
-
 def finished(server: LiveServer) -> list[dict[str, Any]] | None:
-    done = [run for run in runs(server) if run["status"] in ("succeeded", "failed")]
+    done = [run for run in report_runs(server) if run["status"] in ("succeeded", "failed")]
     return done or None
 
 
@@ -125,7 +117,7 @@ def test_a_report_without_history_or_with_a_corrupt_file_fails_in_words(
         )
         run_now(server)
         second = wait_for(
-            lambda: [run for run in runs(server)[1:] if run["status"] == "failed"],
+            lambda: [run for run in report_runs(server)[1:] if run["status"] == "failed"],
             120,
             "the second report to fail",
         )[0]
