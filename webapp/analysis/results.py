@@ -6,6 +6,7 @@ Synchronous: the ORM and pyarrow."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +69,13 @@ def run_json(run: ReportRun) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=64)
 def _rows(
     directory: Path, columns: tuple[str, ...], group_id: str | None, order: str, limit: int
 ) -> list[dict[str, Any]]:
+    """The newest ``limit`` rows of a report table, oldest first. A succeeded report's tables
+    never change, so each (table, group, limit) is read once, not at every poll of the page
+    (every two seconds while a newer run is under way). Callers do not modify the result."""
     if not directory.is_dir():
         return []
     dataset = ds.dataset(directory, format="parquet")
