@@ -24,10 +24,12 @@ if not __package__:  # run as a file (spark-submit), not with -m
     sys.path.insert(0, str(_HERE.parent))
 
 import argparse
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from spark_tasks.history import HistoryError, check_history
+from spark_tasks.session import DEFAULT_DRIVER_MEMORY
 
 PROG = "python -m spark_tasks"
 
@@ -51,6 +53,13 @@ def _not_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
     return value
+
+
+def _memory_size(text: str) -> str:
+    """A JVM memory size as Spark takes it: a number and an optional unit (k, m, g, t)."""
+    if not re.fullmatch(r"[1-9][0-9]*[kmgtKMGT]?", text):
+        raise argparse.ArgumentTypeError(f"must be a size such as 512m or 4g, got {text!r}")
+    return text
 
 
 def _rebalance_report_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,6 +88,12 @@ def _session_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--master", help="Spark master (default: $SPARK_MASTER, spark-submit's, else local[*])"
     )
+    parser.add_argument(
+        "--driver-memory",
+        type=_memory_size,
+        help="the driver's heap, e.g. 4g (default: $SPARK_DRIVER_MEMORY, else "
+        f"{DEFAULT_DRIVER_MEMORY}; under spark-submit, its own --driver-memory)",
+    )
     parser.add_argument("--no-ui", action="store_true", help="do not start the Spark UI")
     parser.add_argument(
         "--log-level",
@@ -104,6 +119,7 @@ def _run_rebalance_report(args: argparse.Namespace) -> int:
         master=args.master,
         ui_enabled=False if args.no_ui else None,
         log_level=args.log_level,
+        memory=args.driver_memory,
     )
     try:
         with track_progress(spark, args.progress_file) as progress:

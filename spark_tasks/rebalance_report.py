@@ -64,6 +64,26 @@ maximal run of such rebalances whose windows chain together.
 
 Percentiles are exact: Spark's ``percentile`` (linear interpolation between the closest ranks,
 as numpy's default), not ``percentile_approx``.
+
+How it is computed
+==================
+
+Two sorts carry the report; everything else works on rows per rebalance.
+
+1. **The event pass** (``prepared_events``): the used events, without their assignments, are
+   shuffled by group and sorted by ``seq`` once; every per-event column is a window function
+   over that one order (``last(..., ignorenulls)`` over a growing frame: what the latest start,
+   state change, generation or assignment before the event was). What would need to look ahead
+   (the next move to Empty or Dead, the end of a generation's sync phase) is found among the few
+   rows that matter instead (``with_next_emptied``, ``generations_of``), never by a second pass
+   over all events in reverse. ``rebalances_of`` then groups the events of each rebalance.
+2. **The partition timeline** (``partition_timeline``): every assignment's (partition, member)
+   rows, sorted by partition and ``seq``, each with the same partition's previous and next
+   assignment. A rebalance's before and after assignments are consecutive assignments of its
+   group, so its moves come from pairs of neighbouring rows (``partition_changes``) and each
+   revoked partition's next holder is the next row (``partition_unavailability``). The
+   assignments (most of the history's bytes) are read only here, and never copied onto the
+   events.
 """
 
 from __future__ import annotations
@@ -93,25 +113,25 @@ __all__ = [
     "DEFAULT_STORM_COUNT",
     "DEFAULT_STORM_WINDOW_MS",
     "TABLES",
+    "assignment_roles",
+    "assignments_of",
     "build_summary",
     "compare_rebalances",
     "generations_of",
     "member_instances_of",
     "partition_changes",
+    "partition_timeline",
     "partition_unavailability",
     "prepared_events",
     "rebalance_events",
     "rebalances_of",
     "report_tables",
-    "revocations",
     "run",
-    "stored_assignments",
     "storms_of",
     "with_causes",
+    "with_event_context",
+    "with_next_emptied",
     "with_partition_moves",
-    "with_rebalance_end",
-    "with_rebalance_ids",
-    "with_state_context",
     "with_storms",
     "with_unavailability",
 ]
@@ -195,6 +215,8 @@ _BLOCK_ENDS = ("StateChanged", "GenerationStarted", "AssignmentStored")
 
 
 def _in_group() -> WindowSpec:
+    """Every per-event window shares this partitioning and order, so the whole event pass is
+    one shuffle and one sort."""
     return Window.partitionBy("group_id").orderBy("seq")
 
 
@@ -204,17 +226,6 @@ def _so_far() -> WindowSpec:
 
 def _before() -> WindowSpec:
     return _in_group().rowsBetween(Window.unboundedPreceding, -1)
-
-
-def _after() -> WindowSpec:
-    """Every later event of the group, nearest last: ``last(..., ignorenulls)`` over it is the
-    next matching event (a growing frame, linear, where ``first`` over an unbounded following
-    frame would be quadratic)."""
-    return (
-        Window.partitionBy("group_id")
-        .orderBy(F.col("seq").desc())
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
 
 
 def _last(condition: Column, value: Column, window: WindowSpec) -> Column:
@@ -229,7 +240,9 @@ def _is(kind: str) -> Column:
 
 
 def rebalance_events(history: DataFrame) -> DataFrame:
-    """The history's events a rebalance is made of, with the columns the report reads."""
+    """The history's events a rebalance is made of, with the columns the report reads. The
+    assignments stay behind (``assignments_of`` reads them): carried through the event pass,
+    they would be most of its bytes."""
     return history.where(F.col("type").isin(*_USED_TYPES)).select(
         "group_id",
         "seq",
@@ -246,43 +259,69 @@ def rebalance_events(history: DataFrame) -> DataFrame:
         "protocol_name",
         "leader_id",
         "member_ids",
+        F.size("member_ids").alias("members"),
         "join_started_ms",
-        "assignment",
     )
 
 
-def with_rebalance_ids(events: DataFrame) -> DataFrame:
-    """``is_start``; ``rebalance_id`` (the last start's ``seq``, null before the group's first);
-    ``state_seq`` and ``state``: the last state change at or before the event, and its state."""
+def with_event_context(events: DataFrame) -> DataFrame:
+    """What each event knows of the group's events up to it, in one pass over windows that
+    share ``_in_group``: ``is_start``; ``rebalance`` (seq, at_ms, from_state of the last start
+    at or before it, null before the group's first) and ``rebalance_id`` (its seq); ``state``,
+    ``state_seq`` and ``state_from``: the last state change at or before it; ``prev_change``
+    (seq, at_ms, to_state): the last state change before it; ``previous_generation``
+    (seq, generation_id, protocol_name, members) and ``previous_assignment_seq`` before it;
+    ``in_rebalance``: the event belongs to a rebalance (its start through its end, with the
+    events emitted right after the end move: the group's state is still the one the end move
+    entered). Columns starting with ``_`` are for ``with_causes``."""
     changed = _is("StateChanged")
     start = changed & (F.col("to_state") == PREPARING) & F.col("from_state").isin(STABLE, EMPTY)
-    return events.withColumns(
-        {
-            "is_start": F.coalesce(start, F.lit(False)),
-            "rebalance_id": _last(start, F.col("seq"), _so_far()),
-            "state_seq": _last(changed, F.col("seq"), _so_far()),
-            "state": _last(changed, F.col("to_state"), _so_far()),
-        }
+    membership = F.col("type").isin(*_MEMBERSHIP_TYPES)
+    previous = F.lag(F.struct("at_ms", "type")).over(_in_group())
+    # One engine call's events share their at_ms; a block ends after _BLOCK_ENDS.
+    new_block = (
+        previous.isNull()
+        | (previous["at_ms"] != F.col("at_ms"))
+        | previous["type"].isin(*_BLOCK_ENDS)
     )
-
-
-def with_state_context(events: DataFrame) -> DataFrame:
-    """What surrounds each event: ``next_state_change`` (seq, at_ms, to_state) and
-    ``next_emptied`` (seq, at_ms: the next move to Empty or Dead) after it; the
-    ``previous_generation`` (generation_id, protocol_name, members) and ``previous_assignment``
-    (seq, assignment) before it."""
-    changed = _is("StateChanged")
-    emptied = changed & F.col("to_state").isin(EMPTY, DEAD)
-    generation = F.struct("generation_id", "protocol_name", F.size("member_ids").alias("members"))
-    return events.withColumns(
-        {
-            "next_state_change": _last(changed, F.struct("seq", "at_ms", "to_state"), _after()),
-            "next_emptied": _last(emptied, F.struct("seq", "at_ms"), _after()),
-            "previous_generation": _last(_is("GenerationStarted"), generation, _before()),
-            "previous_assignment": _last(
-                _is("AssignmentStored"), F.struct("seq", "assignment"), _before()
-            ),
-        }
+    generation = F.struct("seq", "generation_id", "protocol_name", "members")
+    last_change = _last(changed, F.struct("seq", "to_state", "from_state"), _so_far())
+    rebalancing = (PREPARING, COMPLETING)
+    in_rebalance = F.col("rebalance").isNotNull() & (
+        F.col("state").isin(*rebalancing)
+        | (F.col("state").isin(STABLE, EMPTY, DEAD) & F.col("state_from").isin(*rebalancing))
+    )
+    return (
+        events.withColumns(
+            {
+                "is_start": F.coalesce(start, F.lit(False)),
+                "rebalance": _last(start, F.struct("seq", "at_ms", "from_state"), _so_far()),
+                "_last_change": last_change,
+                "prev_change": _last(changed, F.struct("seq", "at_ms", "to_state"), _before()),
+                "previous_generation": _last(_is("GenerationStarted"), generation, _before()),
+                "previous_assignment_seq": _last(_is("AssignmentStored"), F.col("seq"), _before()),
+                "_new_block": new_block,
+                "_membership_before": _last(membership, F.col("seq"), _before()),
+                "_replaced_before": _last(_is("StaticMemberReplaced"), F.col("seq"), _before()),
+            }
+        )
+        .withColumns(
+            {
+                "rebalance_id": F.col("rebalance.seq"),
+                "state_seq": F.col("_last_change.seq"),
+                "state": F.col("_last_change.to_state"),
+                "state_from": F.col("_last_change.from_state"),
+                "_block_start": _last(F.col("_new_block"), F.col("seq"), _so_far()),
+            }
+        )
+        .withColumn("in_rebalance", F.coalesce(in_rebalance, F.lit(False)))
+        .withColumn(
+            # The first membership event of its block.
+            "_opens_block",
+            membership
+            & F.coalesce(F.col("_membership_before") < F.col("_block_start"), F.lit(True)),
+        )
+        .drop("_last_change", "_new_block", "_membership_before")
     )
 
 
@@ -304,17 +343,6 @@ def _text_cause(reason: Column) -> tuple[Column, Column]:
 def with_causes(events: DataFrame) -> DataFrame:
     """``cause`` and ``cause_member_id`` on each start (null elsewhere), by the rule in the
     module docstring: the membership events of the start's block, then its reason text."""
-    previous_at = F.lag("at_ms").over(_in_group())
-    previous_type = F.lag("type").over(_in_group())
-    new_block = (
-        previous_at.isNull() | (previous_at != F.col("at_ms")) | previous_type.isin(*_BLOCK_ENDS)
-    )
-    block_before = (
-        Window.partitionBy("group_id", "_block")
-        .orderBy("seq")
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
-    membership = F.col("type").isin(*_MEMBERSHIP_TYPES)
     trigger = F.col("_trigger")
     removal_causes = F.create_map(
         *[F.lit(text) for pair in REMOVAL_CAUSES.items() for text in pair]
@@ -341,115 +369,120 @@ def with_causes(events: DataFrame) -> DataFrame:
         .when(by_events.isNotNull(), trigger["member_id"])
         .otherwise(F.nullif(text_member, F.lit("")))
     )
+    # The block's first membership event before this one, if any.
+    opener = _last(
+        F.col("_opens_block"), F.struct("seq", "type", "member_id", "reason", "rejoined"), _before()
+    )
+    in_block = F.col("_block_start")
     return (
-        events.withColumn("_block", F.sum(new_block.cast("int")).over(_so_far()))
+        events.withColumn("_opener", opener)
         .withColumns(
             {
-                "_trigger": F.first(
-                    F.when(membership, F.struct("type", "member_id", "reason", "rejoined")),
-                    ignorenulls=True,
-                ).over(block_before),
-                "_static_replaced": F.coalesce(
-                    F.max(_is("StaticMemberReplaced")).over(block_before), F.lit(False)
-                ),
+                "_trigger": F.when(F.col("_opener.seq") >= in_block, F.col("_opener")),
+                "_static_replaced": F.coalesce(F.col("_replaced_before") >= in_block, F.lit(False)),
             }
         )
         .withColumns({"cause": cause, "cause_member_id": member.cast("string")})
-        .drop("_block", "_trigger", "_static_replaced")
-    )
-
-
-def with_rebalance_end(events: DataFrame) -> DataFrame:
-    """``end`` (seq, at_ms, to_state): the rebalance's first move to Stable, Empty or Dead, null
-    while open; ``in_rebalance``: the event belongs to a rebalance (its start through its end,
-    with the events emitted right after the end move)."""
-    terminal = (
-        _is("StateChanged")
-        & F.col("to_state").isin(STABLE, EMPTY, DEAD)
-        & F.col("rebalance_id").isNotNull()
-    )
-    return events.withColumn(
-        "end",
-        F.min(F.when(terminal, F.struct("seq", "at_ms", "to_state"))).over(
-            Window.partitionBy("group_id", "rebalance_id")
-        ),
-    ).withColumn(
-        "in_rebalance",
-        F.col("rebalance_id").isNotNull()
-        & (F.col("end").isNull() | (F.col("state_seq") <= F.col("end.seq"))),
+        .drop("_opener", "_trigger", "_static_replaced", "_replaced_before", "_block_start")
+        .drop("_opens_block")
     )
 
 
 def prepared_events(history: DataFrame) -> DataFrame:
     """The history's rebalance events with every per-event column the tables are built from."""
-    return (
-        history.transform(rebalance_events)
-        .transform(with_rebalance_ids)
-        .transform(with_state_context)
-        .transform(with_causes)
-        .transform(with_rebalance_end)
-    )
+    return history.transform(rebalance_events).transform(with_event_context).transform(with_causes)
 
 
 # -- rebalances ------------------------------------------------------------------------------
 
 
-def _of_start(name: str) -> Column:
-    return F.first(F.when(F.col("is_start"), F.col(name)), ignorenulls=True).alias(name)
+def _time_in(state: str) -> Column:
+    """Time spent in ``state`` during the rebalance: each state change ends the stay in the state
+    the previous change entered."""
+    left = _is("StateChanged") & (F.col("prev_change.to_state") == state)
+    return F.sum(F.when(left, F.col("at_ms") - F.col("prev_change.at_ms")))
 
 
-def _phase_ms(state: str) -> Column:
-    """Time spent in ``state`` during the rebalance (state changes before its end)."""
-    before_end = F.col("end").isNull() | (F.col("seq") < F.col("end.seq"))
-    entered = _is("StateChanged") & (F.col("to_state") == state) & before_end
-    return F.sum(F.when(entered, F.col("next_state_change.at_ms") - F.col("at_ms")))
+def with_next_emptied(rebalances: DataFrame, events: DataFrame) -> DataFrame:
+    """``next_emptied`` (seq, at_ms): the group's first move to Empty or Dead after each
+    rebalance's start, null if none. Computed over the starts and those moves only."""
+    emptied = events.where(_is("StateChanged") & F.col("to_state").isin(EMPTY, DEAD)).select(
+        "group_id", "seq", "at_ms", F.lit(None).cast("long").alias("rebalance_id")
+    )
+    starts = rebalances.select(
+        "group_id",
+        F.col("rebalance_id").alias("seq"),
+        F.col("start_ms").alias("at_ms"),
+        "rebalance_id",
+    )
+    # Later rows, nearest last: last(..., ignorenulls) is the next one (a growing frame, linear,
+    # where first() over an unbounded following frame would be quadratic).
+    later = (
+        Window.partitionBy("group_id")
+        .orderBy(F.col("seq").desc())
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    following = (
+        starts.unionByName(emptied)
+        .withColumn(
+            "next_emptied",
+            _last(F.col("rebalance_id").isNull(), F.struct("seq", "at_ms"), later),
+        )
+        .where(F.col("rebalance_id").isNotNull())
+        .select("group_id", "rebalance_id", "next_emptied")
+    )
+    return rebalances.join(following, ["group_id", "rebalance_id"], "left")
 
 
 def rebalances_of(events: DataFrame) -> DataFrame:
-    """One row per rebalance (``prepared_events`` in), before partitions and storms."""
-    restarted = (
-        _is("StateChanged") & (F.col("from_state") == COMPLETING) & (F.col("to_state") == PREPARING)
-    )
-    generation = F.struct(
-        "seq", "generation_id", "protocol_name", F.size("member_ids").alias("members")
+    """One row per rebalance (``prepared_events`` in), before partitions and storms. Besides the
+    report's columns it says which assignments bound it: ``before_known`` / ``before_seq`` (the
+    ``AssignmentStored`` in force at the start; known and empty when it started from Empty) and
+    ``after_known`` / ``after_seq`` (its own; known and empty when it ended Empty or Dead)."""
+    changed = _is("StateChanged")
+    restarted = changed & (F.col("from_state") == COMPLETING) & (F.col("to_state") == PREPARING)
+    terminal = changed & F.col("to_state").isin(STABLE, EMPTY, DEAD)
+    generation = F.struct("seq", "generation_id", "protocol_name", "members")
+    start = F.struct(
+        "at_ms",
+        "from_state",
+        "reason",
+        "cause",
+        "cause_member_id",
+        "previous_generation",
+        "previous_assignment_seq",
     )
     grouped = (
         events.where("in_rebalance")
         .groupBy("group_id", "rebalance_id")
         .agg(
-            F.first(F.when(F.col("is_start"), F.col("at_ms")), ignorenulls=True).alias("start_ms"),
-            _of_start("from_state"),
-            _of_start("reason"),
-            _of_start("cause"),
-            _of_start("cause_member_id"),
-            _of_start("previous_generation"),
-            _of_start("previous_assignment"),
-            _of_start("next_emptied"),
-            F.first("end").alias("end"),
-            _phase_ms(PREPARING).alias("join_ms"),
-            _phase_ms(COMPLETING).alias("sync_ms"),
+            F.first(F.when(F.col("is_start"), start), ignorenulls=True).alias("start"),
+            F.max(F.when(terminal, F.struct("seq", "at_ms", "to_state"))).alias("end"),
+            _time_in(PREPARING).alias("join_ms"),
+            _time_in(COMPLETING).alias("sync_ms"),
             F.sum(restarted.cast("int")).alias("restarts"),
             F.sum(_is("GenerationStarted").cast("int")).alias("generations"),
             F.max(F.when(_is("GenerationStarted"), generation)).alias("last_generation"),
-            F.max(F.when(_is("AssignmentStored"), F.struct("seq", "assignment"))).alias("stored"),
+            F.max(F.when(_is("AssignmentStored"), F.col("seq"))).alias("stored_seq"),
         )
     )
     completed = F.coalesce(F.col("end.to_state") == STABLE, F.lit(False))
-    ended_empty = F.col("end.to_state").isin(EMPTY, DEAD)
-    protocol = F.coalesce("last_generation.protocol_name", "previous_generation.protocol_name")
-    empty_assignment = F.array().cast("array<struct<member_id:string,topic:string,partition:int>>")
-    return grouped.select(
+    ended_empty = F.coalesce(F.col("end.to_state").isin(EMPTY, DEAD), F.lit(False))
+    from_empty = F.col("start.from_state") == EMPTY
+    previous = F.col("start.previous_generation")
+    protocol = F.coalesce("last_generation.protocol_name", previous["protocol_name"])
+    rebalances = grouped.select(
         "group_id",
         "rebalance_id",
-        "start_ms",
-        "from_state",
-        "reason",
-        "cause",
-        "cause_member_id",
+        F.col("start.at_ms").alias("start_ms"),
+        F.col("start.from_state").alias("from_state"),
+        F.col("start.reason").alias("reason"),
+        F.col("start.cause").alias("cause"),
+        F.col("start.cause_member_id").alias("cause_member_id"),
         F.col("end.at_ms").alias("end_ms"),
         F.col("end.to_state").alias("end_state"),
         completed.alias("completed"),
-        F.when(completed, F.col("end.at_ms") - F.col("start_ms")).alias("duration_ms"),
+        F.when(completed, F.col("end.at_ms") - F.col("start.at_ms")).alias("duration_ms"),
         "join_ms",
         "sync_ms",
         F.col("restarts").cast("int").alias("restarts"),
@@ -459,42 +492,54 @@ def rebalances_of(events: DataFrame) -> DataFrame:
         F.when(protocol.isin(*COOPERATIVE_ASSIGNORS), F.lit("cooperative"))
         .when(protocol.isNotNull(), F.lit("eager"))
         .alias("rebalance_protocol"),
-        F.when(F.col("from_state") == EMPTY, F.lit(0))
-        .otherwise(F.col("previous_generation.members"))
-        .alias("members_before"),
+        F.when(from_empty, F.lit(0)).otherwise(previous["members"]).alias("members_before"),
         F.when(
             completed | (F.col("end.to_state") == EMPTY), F.col("last_generation.members")
         ).alias("members_after"),
-        F.when(F.col("from_state") == EMPTY, empty_assignment)
-        .otherwise(F.col("previous_assignment.assignment"))
-        .alias("assignment_before"),
-        F.when(completed, F.col("stored.assignment"))
-        .when(ended_empty, empty_assignment)
-        .alias("assignment_after"),
-        "next_emptied",
+        (from_empty | F.col("start.previous_assignment_seq").isNotNull()).alias("before_known"),
+        F.when(~from_empty, F.col("start.previous_assignment_seq")).alias("before_seq"),
+        (completed | ended_empty).alias("after_known"),
+        F.when(completed, F.col("stored_seq")).alias("after_seq"),
     )
+    return rebalances.transform(with_next_emptied, events)
 
 
 def generations_of(events: DataFrame) -> DataFrame:
     """One row per generation a rebalance went through (``prepared_events`` in): its join phase
     and, when it had members, its sync phase and how that ended (``ended_in``: Stable,
     PreparingRebalance for a restart, Dead; Empty for a generation without members; null open)."""
-    synced = F.col("state") == COMPLETING
-    return events.where(F.col("in_rebalance") & _is("GenerationStarted")).select(
+    # The state change that ends a generation's sync phase: it leaves CompletingRebalance, and
+    # the last generation before it started after the group entered CompletingRebalance.
+    sync_ends = events.where(
+        _is("StateChanged")
+        & (F.col("prev_change.to_state") == COMPLETING)
+        & (F.col("previous_generation.seq") > F.col("prev_change.seq"))
+    ).select(
         "group_id",
-        "rebalance_id",
-        "generation_id",
-        "protocol_name",
-        "leader_id",
-        F.size("member_ids").alias("members"),
-        "member_ids",
-        "join_started_ms",
-        F.col("at_ms").alias("join_completed_ms"),
-        (F.col("at_ms") - F.col("join_started_ms")).alias("join_ms"),
-        F.when(synced, F.col("next_state_change.at_ms") - F.col("at_ms")).alias("sync_ms"),
-        F.when(F.col("state") == EMPTY, F.lit(EMPTY))
-        .when(synced, F.col("next_state_change.to_state"))
-        .alias("ended_in"),
+        F.col("previous_generation.seq").alias("seq"),
+        F.col("at_ms").alias("sync_ended_ms"),
+        F.col("to_state").alias("sync_ended_in"),
+    )
+    synced = F.col("state") == COMPLETING
+    return (
+        events.where(F.col("in_rebalance") & _is("GenerationStarted"))
+        .join(sync_ends, ["group_id", "seq"], "left")
+        .select(
+            "group_id",
+            "rebalance_id",
+            "generation_id",
+            "protocol_name",
+            "leader_id",
+            "members",
+            "member_ids",
+            "join_started_ms",
+            F.col("at_ms").alias("join_completed_ms"),
+            (F.col("at_ms") - F.col("join_started_ms")).alias("join_ms"),
+            F.when(synced, F.col("sync_ended_ms") - F.col("at_ms")).alias("sync_ms"),
+            F.when(F.col("state") == EMPTY, F.lit(EMPTY))
+            .when(synced, F.col("sync_ended_in"))
+            .alias("ended_in"),
+        )
     )
 
 
@@ -517,61 +562,126 @@ def member_instances_of(events: DataFrame) -> DataFrame:
     )
 
 
-def _owners(
-    rebalances: DataFrame, column: str, member_instances: DataFrame, side: str
-) -> DataFrame:
-    owned = rebalances.where(F.col(column).isNotNull()).select(
-        "group_id", "rebalance_id", F.explode(column).alias("_owned")
-    )
+def assignments_of(history: DataFrame) -> DataFrame:
+    """Every (partition, member) an ``AssignmentStored`` handed out, with the event's seq."""
     return (
-        owned.select(
+        history.where(_is("AssignmentStored"))
+        .select("group_id", "seq", "at_ms", F.explode("assignment").alias("_owned"))
+        .select(
             "group_id",
-            "rebalance_id",
+            "seq",
+            "at_ms",
             F.col("_owned.topic").alias("topic"),
             F.col("_owned.partition").alias("partition"),
             F.col("_owned.member_id").alias("member_id"),
         )
-        .join(member_instances, ["group_id", "member_id"], "left")
+    )
+
+
+def assignment_roles(rebalances: DataFrame) -> DataFrame:
+    """Per ``AssignmentStored`` (group_id, seq) that bounds a rebalance whose before assignment
+    is known: ``after_of`` (rebalance_id, before_seq), the rebalance that stored it, and
+    ``before_of`` (rebalance_id, start_ms, rebalance_protocol, after_known, after_seq,
+    next_emptied), the rebalance that started while it was in force. Each assignment is the
+    after of at most one rebalance and the before of at most one."""
+    known = rebalances.where("before_known")
+    after_of = known.where(F.col("after_seq").isNotNull()).select(
+        "group_id",
+        F.col("after_seq").alias("seq"),
+        F.struct("rebalance_id", "before_seq").alias("after_of"),
+    )
+    before_of = known.where(F.col("before_seq").isNotNull()).select(
+        "group_id",
+        F.col("before_seq").alias("seq"),
+        F.struct(
+            "rebalance_id",
+            "start_ms",
+            "rebalance_protocol",
+            "after_known",
+            "after_seq",
+            "next_emptied",
+        ).alias("before_of"),
+    )
+    return after_of.join(before_of, ["group_id", "seq"], "full_outer")
+
+
+def partition_timeline(
+    assignments: DataFrame, roles: DataFrame, member_instances: DataFrame
+) -> DataFrame:
+    """Each (partition, member) of the assignments that bound a rebalance, with its ``owner``
+    (the static member's ``group_instance_id``, else the member id) and the same partition in the
+    group's ``previous`` (seq, member_id, owner) and ``next`` (seq, at_ms, member_id, owner)
+    assignment that holds it, whichever those are: one sort of the assignments by partition.
+    ``assignment_roles`` says which rebalances each row bounds."""
+    by_partition = Window.partitionBy("group_id", "topic", "partition").orderBy("seq")
+    owned = assignments.join(
+        F.broadcast(member_instances), ["group_id", "member_id"], "left"
+    ).withColumn("owner", F.coalesce("group_instance_id", "member_id"))
+    return (
+        owned.withColumns(
+            {
+                "previous": F.lag(F.struct("seq", "member_id", "owner")).over(by_partition),
+                "next": F.lead(F.struct("seq", "at_ms", "member_id", "owner")).over(by_partition),
+            }
+        )
+        .join(F.broadcast(roles), ["group_id", "seq"])
         .select(
             "group_id",
-            "rebalance_id",
             "topic",
             "partition",
-            F.col("member_id").alias(f"member_{side}"),
-            F.coalesce("group_instance_id", "member_id").alias(f"owner_{side}"),
+            "seq",
+            "member_id",
+            "owner",
+            "previous",
+            "next",
+            "after_of",
+            "before_of",
         )
     )
 
 
-def partition_changes(rebalances: DataFrame, member_instances: DataFrame) -> DataFrame:
+def _stays() -> Column:
+    """The row's partition is in its before-of rebalance's after assignment too."""
+    return F.coalesce(F.col("next.seq") == F.col("before_of.after_seq"), F.lit(False))
+
+
+def partition_changes(timeline: DataFrame) -> DataFrame:
     """Per rebalance whose before assignment is known, each partition's owner before and after
-    (``after_known`` false: the rebalance is open), with ``moved`` and ``kept``."""
-    known = rebalances.where(F.col("assignment_before").isNotNull())
-    before = _owners(known, "assignment_before", member_instances, "before")
-    after = _owners(known, "assignment_after", member_instances, "after")
-    keys = ["group_id", "rebalance_id", "topic", "partition"]
-    attributes = known.select(
+    (``after_known`` false: the rebalance is open), with ``moved`` and ``kept``. A partition
+    owned after comes from the after assignment's row (its owner before: the previous row, if
+    that is the before assignment); one that was owned before and not after, from the before
+    assignment's row."""
+    after = F.col("after_of")
+    from_before = F.col("previous.seq") == after["before_seq"]
+    owned_after = timeline.where(after.isNotNull()).select(
         "group_id",
-        "rebalance_id",
-        "start_ms",
-        "rebalance_protocol",
-        F.col("assignment_after").isNotNull().alias("after_known"),
-        "next_emptied",
+        after["rebalance_id"].alias("rebalance_id"),
+        "topic",
+        "partition",
+        F.when(from_before, F.col("previous.member_id")).alias("member_before"),
+        F.when(from_before, F.col("previous.owner")).alias("owner_before"),
+        F.col("member_id").alias("member_after"),
+        F.col("owner").alias("owner_after"),
+        F.lit(True).alias("after_known"),
     )
-    changes = before.join(after, keys, "full_outer").join(attributes, ["group_id", "rebalance_id"])
+    before = F.col("before_of")
+    owned_before_only = timeline.where(before.isNotNull() & ~_stays()).select(
+        "group_id",
+        before["rebalance_id"].alias("rebalance_id"),
+        "topic",
+        "partition",
+        F.col("member_id").alias("member_before"),
+        F.col("owner").alias("owner_before"),
+        F.lit(None).cast("string").alias("member_after"),
+        F.lit(None).cast("string").alias("owner_after"),
+        before["after_known"].alias("after_known"),
+    )
     same_owner = F.col("owner_before").eqNullSafe(F.col("owner_after"))
-    return changes.select(
-        *keys,
-        "member_before",
-        "owner_before",
-        "member_after",
-        "owner_after",
-        F.when(F.col("after_known"), ~same_owner).alias("moved"),
-        F.when(F.col("after_known"), same_owner & F.col("owner_before").isNotNull()).alias("kept"),
-        "after_known",
-        "start_ms",
-        "rebalance_protocol",
-        "next_emptied",
+    return owned_after.unionByName(owned_before_only).withColumns(
+        {
+            "moved": F.when(F.col("after_known"), ~same_owner),
+            "kept": F.when(F.col("after_known"), same_owner & F.col("owner_before").isNotNull()),
+        }
     )
 
 
@@ -591,7 +701,7 @@ def with_partition_moves(rebalances: DataFrame, changes: DataFrame) -> DataFrame
             ).alias("_both"),
         )
     )
-    known = F.col("assignment_before").isNotNull() & F.col("assignment_after").isNotNull()
+    known = F.col("before_known") & F.col("after_known")
 
     def known_count(column: str) -> Column:
         return F.when(known, F.coalesce(F.col(column), F.lit(0)).cast("int"))
@@ -611,89 +721,36 @@ def with_partition_moves(rebalances: DataFrame, changes: DataFrame) -> DataFrame
     )
 
 
-def revocations(changes: DataFrame) -> DataFrame:
-    """The partitions each rebalance revokes: eager, every one owned before; cooperative, those
-    whose owner changes (known only once the rebalance has an after assignment)."""
-    owned = F.col("owner_before").isNotNull()
-    cooperative = F.col("rebalance_protocol") == "cooperative"
-    revoked = owned & (~cooperative | (F.col("after_known") & ~F.col("kept")))
-    return changes.where(F.coalesce(revoked, F.lit(False))).select(
+def partition_unavailability(timeline: DataFrame) -> DataFrame:
+    """The partitions each rebalance revokes (eager: every one owned before; cooperative: those
+    whose owner changes, known once the rebalance has an after assignment), each with when it
+    ended: the group's next ``AssignmentStored`` holding the partition (``ended_by``
+    ``assigned``), or the group's next move to Empty/Dead if that came first
+    (``group_emptied``), or null (open at the end of the history). The before assignment is the
+    last one before the start, so the partition's next row is its first assignment after it."""
+    before = F.col("before_of")
+    kept = _stays() & (F.col("next.owner") == F.col("owner"))
+    cooperative = before["rebalance_protocol"] == "cooperative"
+    revoked = ~cooperative | (before["after_known"] & ~kept)
+    emptied = before["next_emptied"]
+    assigned_first = F.col("next").isNotNull() & (
+        emptied.isNull() | (F.col("next.seq") < emptied["seq"])
+    )
+    ended_ms = F.when(assigned_first, F.col("next.at_ms")).otherwise(emptied["at_ms"])
+    return timeline.where(before.isNotNull() & F.coalesce(revoked, F.lit(False))).select(
         "group_id",
-        "rebalance_id",
+        before["rebalance_id"].alias("rebalance_id"),
+        before["rebalance_protocol"].alias("rebalance_protocol"),
         "topic",
         "partition",
-        "rebalance_protocol",
-        F.col("member_before").alias("revoked_from"),
-        F.col("start_ms").alias("revoked_ms"),
-        "next_emptied",
-    )
-
-
-def stored_assignments(events: DataFrame) -> DataFrame:
-    """Every (partition, member) an ``AssignmentStored`` handed out, with the event's seq."""
-    return (
-        events.where(_is("AssignmentStored"))
-        .select("group_id", "seq", "at_ms", F.explode("assignment").alias("_owned"))
-        .select(
-            "group_id",
-            "seq",
-            "at_ms",
-            F.col("_owned.topic").alias("topic"),
-            F.col("_owned.partition").alias("partition"),
-            F.col("_owned.member_id").alias("member_id"),
-        )
-    )
-
-
-def partition_unavailability(revoked: DataFrame, stored: DataFrame) -> DataFrame:
-    """Each revocation with when it ended: the group's next ``AssignmentStored`` holding the
-    partition (``ended_by`` ``assigned``), or the group's next move to Empty/Dead if that came
-    first (``group_emptied``), or null (open at the end of the history)."""
-    keys = ["group_id", "topic", "partition"]
-    revoked_rows = revoked.select(
-        *keys,
-        F.col("rebalance_id").alias("seq"),
-        F.lit(None).cast("long").alias("at_ms"),
-        F.lit(None).cast("string").alias("member_id"),
-        F.lit(True).alias("_revocation"),
-    )
-    assigned_rows = stored.select(
-        *keys, "seq", "at_ms", "member_id", F.lit(False).alias("_revocation")
-    )
-    later = (
-        Window.partitionBy(*keys)
-        .orderBy(F.col("seq").desc())
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
-    next_assigned = (
-        revoked_rows.unionByName(assigned_rows)
-        .withColumn(
-            "next_assigned",
-            _last(~F.col("_revocation"), F.struct("seq", "at_ms", "member_id"), later),
-        )
-        .where("_revocation")
-        .select(*keys, F.col("seq").alias("rebalance_id"), "next_assigned")
-    )
-    assigned_first = F.col("next_assigned").isNotNull() & (
-        F.col("next_emptied").isNull() | (F.col("next_assigned.seq") < F.col("next_emptied.seq"))
-    )
-    ended_ms = F.when(assigned_first, F.col("next_assigned.at_ms")).otherwise(
-        F.col("next_emptied.at_ms")
-    )
-    return revoked.join(next_assigned, ["group_id", "rebalance_id", "topic", "partition"]).select(
-        "group_id",
-        "rebalance_id",
-        "rebalance_protocol",
-        "topic",
-        "partition",
-        "revoked_from",
-        "revoked_ms",
-        F.when(assigned_first, F.col("next_assigned.member_id")).alias("assigned_to"),
+        F.col("member_id").alias("revoked_from"),
+        before["start_ms"].alias("revoked_ms"),
+        F.when(assigned_first, F.col("next.member_id")).alias("assigned_to"),
         ended_ms.alias("available_ms"),
         F.when(assigned_first, F.lit("assigned"))
-        .when(F.col("next_emptied").isNotNull(), F.lit("group_emptied"))
+        .when(emptied.isNotNull(), F.lit("group_emptied"))
         .alias("ended_by"),
-        (ended_ms - F.col("revoked_ms")).alias("unavailable_ms"),
+        (ended_ms - before["start_ms"]).alias("unavailable_ms"),
     )
 
 
@@ -703,7 +760,7 @@ def with_unavailability(rebalances: DataFrame, unavailability: DataFrame) -> Dat
     sums = unavailability.groupBy("group_id", "rebalance_id").agg(
         F.count("*").alias("_revoked"), F.sum("unavailable_ms").alias("_unavailable_ms")
     )
-    known = F.col("assignment_before").isNotNull()
+    known = F.col("before_known")
     return (
         rebalances.join(sums, ["group_id", "rebalance_id"], "left")
         .withColumns(
@@ -885,18 +942,18 @@ def report_tables(
     several tables share go through ``materialize(step, frame)``."""
     events = materialize("events", history.transform(prepared_events))
     rebalances = materialize("rebalances", events.transform(rebalances_of))
-    changes = materialize(
-        "partition moves",
-        rebalances.transform(partition_changes, events.transform(member_instances_of)),
-    )
-    unavailability = materialize(
-        "partition unavailability",
-        changes.transform(revocations).transform(
-            partition_unavailability, events.transform(stored_assignments)
+    timeline = materialize(
+        "partition timeline",
+        partition_timeline(
+            assignments_of(history),
+            assignment_roles(rebalances),
+            events.transform(member_instances_of),
         ),
     )
+    changes = timeline.transform(partition_changes)
+    unavailability = timeline.transform(partition_unavailability)
     complete = materialize(
-        "storms",
+        "rebalance figures",
         rebalances.transform(with_partition_moves, changes)
         .transform(with_unavailability, unavailability)
         .transform(with_storms, storm_count, storm_window_ms)

@@ -16,6 +16,13 @@ under spark-submit), the driver also gets ``spark_tasks/log4j2.properties``, whi
 Spark's start-up chatter (logged before ``log_level`` applies) to errors. ``ui_enabled=None``
 leaves ``spark.ui.enabled`` to Spark (on by default; its URL is what the progress file
 reports); tests turn it off.
+
+The driver's heap (``spark.driver.memory``; in local mode the driver is also the executor) is
+``memory``, else ``SPARK_DRIVER_MEMORY``, else ``DEFAULT_DRIVER_MEMORY`` (4 GB): with Spark's
+own default (1 GB) or 2 GB, the rebalance report on ten million events runs out of memory in
+its per-event windows, which hold a whole group's events at a time. It only counts when this
+process launches the JVM; under spark-submit the JVM already runs, and spark-submit's
+``--driver-memory`` says it.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "build_session"]
+__all__ = ["DEFAULT_DRIVER_MEMORY", "DEFAULT_MASTER", "build_session", "driver_memory"]
 
 DEFAULT_MASTER = "local[*]"
+DEFAULT_DRIVER_MEMORY = "4g"
 LOG4J_CONFIGURATION = Path(__file__).with_name("log4j2.properties")
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
@@ -48,12 +56,18 @@ def _master(master: str | None) -> str | None:
     return DEFAULT_MASTER
 
 
+def driver_memory(given: str | None = None) -> str:
+    """The driver heap a session launched here gets (see the module docstring)."""
+    return given or os.environ.get("SPARK_DRIVER_MEMORY") or DEFAULT_DRIVER_MEMORY
+
+
 def build_session(
     app_name: str,
     *,
     master: str | None = None,
     ui_enabled: bool | None = None,
     log_level: str = "ERROR",
+    memory: str | None = None,
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A SparkSession for ``app_name`` (an existing one in this process is reused by Spark)."""
@@ -70,6 +84,7 @@ def build_session(
         settings["spark.ui.enabled"] = "true" if ui_enabled else "false"
     settings.update(conf or {})
     if not _under_spark_submit():
+        settings.setdefault("spark.driver.memory", driver_memory(memory))
         given = settings.get(_JAVA_OPTIONS, "")
         settings[_JAVA_OPTIONS] = (
             f"-Dlog4j2.configurationFile={LOG4J_CONFIGURATION} {given}".strip()

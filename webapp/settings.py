@@ -23,7 +23,8 @@ style: every knob is an environment variable with a typed helper and a working d
   ``HOUSEKEEPING_CONTROL_TIMEOUT_S`` (30): how long a housekeeping task waits for the runtime's
   answer, and how often it tries again while no runtime answers (``webapp.housekeeping``).
 * ``SPARK_MASTER`` (``local[*]``): where the rebalance report runs (``spark://host:7077`` for a
-  cluster); ``SPARK_UI`` (on): the report's Spark UI (port 4040 or the next free one);
+  cluster); ``SPARK_DRIVER_MEMORY`` (``4g``): the report's driver heap (with a local master, all
+  of the job's memory); ``SPARK_UI`` (on): the report's Spark UI (port 4040 or the next free one);
   ``REPORT_TIMEOUT_S`` (1800); ``REPORT_AFTER_START_S`` (60): beat sends one report this long
   after it starts, so a new installation has one without waiting an hour (0: none);
   ``ANALYSIS_DIR`` (``var/analysis``): the Parquet history and the reports
@@ -304,6 +305,7 @@ HOUSEKEEPING_CONTROL_TIMEOUT_S = float(env_int("HOUSEKEEPING_CONTROL_TIMEOUT_S",
 # ------------------------------------------------------- the Spark report (webapp.analysis)
 
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+SPARK_DRIVER_MEMORY = env_str("SPARK_DRIVER_MEMORY", "4g")
 SPARK_UI = env_bool("SPARK_UI", True)
 REPORT_TIMEOUT_S = env_int("REPORT_TIMEOUT_S", 1800)
 REPORT_AFTER_START_S = env_int("REPORT_AFTER_START_S", 60)

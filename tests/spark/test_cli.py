@@ -47,6 +47,26 @@ def test_a_storm_count_of_zero_is_a_usage_error(tmp_path: Path) -> None:
     assert_one_clear_line(result, 2, "--storm-count: must be at least 1, got 0")
 
 
+def test_a_driver_memory_that_is_not_a_size_is_a_usage_error(tmp_path: Path) -> None:
+    result = spark_tasks(
+        "rebalance_report", "--input", tmp_path, "--output", tmp_path, "--driver-memory", "4 GB"
+    )
+    assert_one_clear_line(
+        result, 2, "--driver-memory: must be a size such as 512m or 4g, got '4 GB'"
+    )
+
+
+def test_the_driver_memory_is_the_option_else_the_environment_else_four_gigabytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from spark_tasks.session import driver_memory
+
+    monkeypatch.delenv("SPARK_DRIVER_MEMORY", raising=False)
+    assert driver_memory() == "4g"
+    monkeypatch.setenv("SPARK_DRIVER_MEMORY", "6g")
+    assert (driver_memory(), driver_memory("512m")) == ("6g", "512m")
+
+
 def test_a_missing_input_directory_fails_naming_it(tmp_path: Path) -> None:
     result = report(tmp_path / "nowhere", tmp_path)
     assert_one_clear_line(result, 1, f"error: input directory {tmp_path}/nowhere does not exist")

@@ -218,7 +218,7 @@ def test_the_report_replaces_the_output_directory_whole(
         "reading the history",
         "computing events",
     ]
-    assert "computing partition unavailability" in report["phases"]
+    assert "computing partition timeline" in report["phases"]
     assert report["phases"][-2:] == ["writing protocols", "writing summary.json"]
 
 

@@ -5,7 +5,8 @@ it happens, so the analysis page can show where it is:
 
 1. **export**: the events stored since the last export are appended to the Parquet history
    (``webapp.analysis.export``, incremental);
-2. **Spark**: ``spark-submit --master $SPARK_MASTER spark_tasks/__main__.py rebalance_report``
+2. **Spark**: ``spark-submit --master $SPARK_MASTER --driver-memory $SPARK_DRIVER_MEMORY
+   spark_tasks/__main__.py rebalance_report``
    in a process of its own (a JVM, and a Spark cluster if the master says so), its output in the
    run's log file, its progress (stages and tasks done, from Spark's status tracker) in a JSON
    file that this module copies into the row every second, with the Spark UI's address;
@@ -172,6 +173,8 @@ def _submit(run: ReportRun, history_dir: Path, reports_dir: Path) -> ReportRun:
         str(spark_submit()),
         "--master",
         settings.SPARK_MASTER,
+        "--driver-memory",
+        settings.SPARK_DRIVER_MEMORY,
         *(["--conf", "spark.ui.enabled=false"] if not settings.SPARK_UI else []),
         str(JOB_FILE),
         "rebalance_report",
