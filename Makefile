@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+KAFKA_PORT ?= 9092
 
 .PHONY: run test system venv lint typecheck jstest pytest bench clean
 
@@ -30,7 +31,7 @@ $(NODE_STAMP): package.json package-lock.json
 
 ## Everything, then the server with a live demo (Ctrl-C stops all it started).
 run: system $(STAMP) $(NODE_STAMP)
-	HOST=$(HOST) PORT=$(PORT) scripts/run.sh
+	HOST=$(HOST) PORT=$(PORT) KAFKA_PORT=$(KAFKA_PORT) scripts/run.sh
 
 ## The whole suite: lint, strict type-check of the engine, then every test.
 test: system $(STAMP) $(NODE_STAMP) lint typecheck jstest pytest

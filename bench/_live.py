@@ -119,6 +119,8 @@ class LabServer:
         self.workdir = workdir
         self.port = free_port()
         self.url = f"ws://127.0.0.1:{self.port}/ws/consumer/"
+        #: Its Kafka listener's port (each server its own: 9092 may be taken, or be another's).
+        self.kafka_port = free_port()
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
@@ -130,6 +132,7 @@ class LabServer:
             "REBALANCE_LAB_LOG_PATH": str(workdir / "coordinator.db"),
             "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",
             "REBALANCE_LAB_PROFILE_ENGINE": "1",
+            "KAFKA_PORT": str(self.kafka_port),
             **settings,
         }
         self.output = workdir / "serve.log"

@@ -4,13 +4,14 @@
 # coordinator runtime and the demo groups. Ctrl-C stops every process this script started:
 # the server first (its consumers leave their groups, its state is flushed), then the Celery
 # processes, then Redis. Logs: var/redis.log, var/celery-worker.log, var/celery-beat.log.
-# Settings: HOST, PORT (the site), REDIS_PORT (a Redis already listening there is reused),
+# Settings: HOST, PORT (the site), KAFKA_PORT (Kafka clients' bootstrap port), REDIS_PORT (a Redis already listening there is reused),
 # SECRET_KEY (else the one made once in var/secret-key).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
+KAFKA_PORT=${KAFKA_PORT:-9092}
 REDIS_PORT=${REDIS_PORT:-6379}
 PY=.venv/bin/python
 mkdir -p var
@@ -76,6 +77,6 @@ worker_pid=$!
 setsid "${CELERY[@]}" beat --loglevel INFO --pidfile= >var/celery-beat.log 2>&1 &
 beat_pid=$!
 echo "Celery worker and beat started (logs: var/celery-worker.log, var/celery-beat.log)"
-setsid "$PY" manage.py serve --host "$HOST" --port "$PORT" --demo &
+setsid "$PY" manage.py serve --host "$HOST" --port "$PORT" --kafka-port "$KAFKA_PORT" --demo &
 server_pid=$!
 wait "$server_pid"

@@ -103,6 +103,8 @@ class LiveServer:
     def __init__(self, workdir: Path, **settings: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        #: Its Kafka listener's port (each server its own: 9092 may be taken, or be another's).
+        self.kafka_port = free_port()
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
@@ -112,6 +114,7 @@ class LiveServer:
             "REBALANCE_LAB_LOG_PATH": str(workdir / "coordinator.db"),
             "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",
             "ANALYSIS_DIR": str(workdir / "analysis"),
+            "KAFKA_PORT": str(self.kafka_port),
             **settings,
         }
         self.output = workdir / "serve.log"

@@ -8,6 +8,10 @@ style: every knob is an environment variable with a typed helper and a working d
   (``redis://127.0.0.1:6379/0``), or ``memory`` (one process; tests).
 * ``ADVERTISED_HOST`` / ``ADVERTISED_PORT`` (``127.0.0.1`` / ``8000``, or ``serve``'s
   ``--host``/``--port``): the node FindCoordinator answers.
+* ``KAFKA_PORT`` (9092; 0: no Kafka listener) and ``KAFKA_ADVERTISED_HOST``
+  (``ADVERTISED_HOST``): where ``serve`` listens for Kafka's own wire protocol (on ``--host``)
+  and the address Metadata and FindCoordinator give Kafka clients
+  (``webapp.transports.kafka``).
 * ``COORDINATOR_<FIELD>`` (Kafka's defaults): any int field of ``CoordinatorConfig``, e.g.
   ``COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS=0``; ``COORDINATOR_OWNED_PARTITIONS``: the
   comma-separated coordinator partitions this process serves (default all).
@@ -275,6 +279,8 @@ else:
 REBALANCE_LAB_LOG_PATH = env_path("REBALANCE_LAB_LOG_PATH", "var/coordinator.db")
 ADVERTISED_HOST = env_str("ADVERTISED_HOST", "127.0.0.1")
 ADVERTISED_PORT = env_int("ADVERTISED_PORT", 8000)
+KAFKA_PORT = env_int("KAFKA_PORT", 9092)
+KAFKA_ADVERTISED_HOST = env_str("KAFKA_ADVERTISED_HOST", "")
 COORDINATOR_CONFIG = coordinator_config_from_env()
 REBALANCE_LAB_PROFILE_ENGINE = env_bool("REBALANCE_LAB_PROFILE_ENGINE", False)
 

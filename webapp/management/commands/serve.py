@@ -1,10 +1,12 @@
-"""``python manage.py serve [--host 0.0.0.0] [--port 8000]``: Daphne and the coordinator
-runtime on one event loop.
+"""``python manage.py serve [--host 0.0.0.0] [--port 8000] [--kafka-port 9092]``: Daphne, the
+coordinator runtime and the Kafka listener on one event loop.
 
 Daphne runs no ASGI lifespan events, so this command starts the runtime itself, on the loop
 Daphne serves on, as soon as the reactor runs: the socket listens at once and ``/healthz``
 answers 503 "starting" while the log replays. SIGINT/SIGTERM stop Daphne, then the runtime
-(events flushed, log closed). With ``CHANNEL_LAYER=redis`` (the default) Redis must answer at
+(events flushed, log closed). The Kafka listener (``webapp.transports.kafka``) opens on
+``--host:--kafka-port`` once the runtime serves; a port already taken stops the command, saying
+so. With ``CHANNEL_LAYER=redis`` (the default) Redis must answer at
 ``REDIS_URL`` before anything starts.
 """
 
@@ -31,6 +33,7 @@ from webapp import secret_key
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, install_runtime
 from webapp.simulation.demo import run_demo
 from webapp.simulation.manager import simulation_for
+from webapp.transports.kafka.listener import KafkaListener
 from webapp.transports.websocket.codec import MAX_FRAME_BYTES
 
 logger = logging.getLogger("webapp.serve")
@@ -48,6 +51,12 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
         parser.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
         parser.add_argument(
+            "--kafka-port",
+            type=int,
+            default=None,
+            help="Kafka protocol port (default $KAFKA_PORT, else 9092; 0: no Kafka listener)",
+        )
+        parser.add_argument(
             "--demo",
             action="store_true",
             help="start the live demo: two groups of simulated consumers that keep rebalancing",
@@ -61,6 +70,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         host: str = options["host"]
         port: int = options["port"]
+        kafka_port: int = (
+            settings.KAFKA_PORT if options["kafka_port"] is None else options["kafka_port"]
+        )
         verbosity: int = options["verbosity"]
         try:
             secret_key.require()
@@ -97,16 +109,40 @@ class Command(BaseCommand):
             verbosity=verbosity,
             ready_callable=lambda: asyncio.get_event_loop().create_task(start()),
         )
-        failed: list[BaseException] = []
+        failed: list[str] = []
         demo_tasks: list[asyncio.Task[None]] = []
+        kafka = (
+            KafkaListener(
+                runtime,
+                host=host,
+                port=kafka_port,
+                advertised_host=settings.KAFKA_ADVERTISED_HOST or settings.ADVERTISED_HOST,
+            )
+            if kafka_port
+            else None
+        )
 
         async def start() -> None:
             try:
                 await runtime.start()
             except Exception as exc:  # the runtime logged it
-                failed.append(exc)
+                failed.append(f"the coordinator runtime could not start: {exc}")
                 server.stop()
                 return
+            if kafka is not None:
+                try:
+                    await kafka.start()
+                except OSError as exc:
+                    failed.append(
+                        OSError(
+                            f"the Kafka listener could not listen on {host}:{kafka_port}: {exc}"
+                        )
+                    )
+                    server.stop()
+                    return
+                self.stdout.write(
+                    f"Kafka listener on {host}:{kafka.port} (bootstrap {kafka.address})"
+                )
             freeze_long_lived_objects()
             self.stdout.write(
                 f"Rebalance Lab on http://{host}:{port}/ (websocket /ws/consumer/); "
@@ -127,6 +163,8 @@ class Command(BaseCommand):
         async def stop() -> None:
             for task in demo_tasks:
                 task.cancel()
+            if kafka is not None:
+                await kafka.stop()
             await simulation_for(runtime).stop_all()
             await runtime.stop()
 
@@ -138,7 +176,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Starting Rebalance Lab at {host}:{port} (log {runtime.log_path})")
         server.run()
         if failed:
-            raise CommandError(f"the coordinator runtime could not start: {failed[0]}")
+            raise CommandError(failed[0])
         if server.abort_start:
             raise CommandError(f"could not listen on {host}:{port}")
 

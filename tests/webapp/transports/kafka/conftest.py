@@ -1,0 +1,34 @@
+"""A runtime on the wall clock (real Kafka clients keep real time) and a Kafka listener on a
+free port of 127.0.0.1, both on the test's event loop."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest_asyncio
+
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, WallClock
+from webapp.transports.kafka.listener import KafkaListener
+
+from ...helpers import serving
+
+
+@pytest_asyncio.fixture
+async def kafka(
+    transactional_db: None, make_runtime: Callable[..., CoordinatorRuntime]
+) -> AsyncIterator[KafkaListener]:
+    async with serving(make_runtime(clock=WallClock())) as runtime:
+        listener = KafkaListener(runtime, host="127.0.0.1", port=0)
+        await listener.start()
+        try:
+            yield listener
+        finally:
+            await listener.stop()
+
+
+def bootstrap(listener: KafkaListener) -> str:
+    return f"127.0.0.1:{listener.port}"
+
+
+__all__: list[Any] = ["bootstrap", "kafka"]

@@ -1,0 +1,78 @@
+"""librdkafka (confluent-kafka) consumers join a group through the listener: assignment,
+commits read back, and a leave that hands the partitions to the member that stays."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from webapp.transports.kafka.listener import KafkaListener
+
+from .conftest import bootstrap
+
+pytestmark = pytest.mark.asyncio
+
+TOPIC = "orders"
+
+
+def consumer(listener: KafkaListener, group: str, name: str, **extra: Any) -> Consumer:
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap(listener),
+            "group.id": group,
+            "client.id": name,
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+            "topic.metadata.refresh.interval.ms": 1000,
+            **extra,
+        }
+    )
+
+
+def assignment_within(members: list[Consumer], expected: int, timeout_s: float = 20) -> list[set]:
+    """Poll every member until their assignments are disjoint and cover ``expected``
+    partitions; the assignments."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for member in members:
+            member.poll(0.1)
+        owned = [{(tp.topic, tp.partition) for tp in member.assignment()} for member in members]
+        union = set().union(*owned)
+        if len(union) == expected and sum(map(len, owned)) == expected and all(owned):
+            return owned
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no complete assignment after {timeout_s} s: {owned}")
+
+
+async def test_two_librdkafka_consumers_share_a_topic_commit_and_one_leaves(
+    kafka: KafkaListener,
+) -> None:
+    await kafka.runtime.create_topic(TOPIC, 4)
+    first = consumer(kafka, "g1", "first")
+    second = consumer(kafka, "g1", "second")
+    first.subscribe([TOPIC])
+    second.subscribe([TOPIC])
+
+    owned = await asyncio.to_thread(assignment_within, [first, second], 4)
+    assert owned[0].isdisjoint(owned[1])
+
+    mine = sorted(owned[0])
+    offsets = [TopicPartition(TOPIC, partition, 10 + partition) for _, partition in mine]
+    await asyncio.to_thread(first.commit, offsets=offsets, asynchronous=False)
+    committed = await asyncio.to_thread(
+        first.committed, [TopicPartition(TOPIC, p) for _, p in mine], 10
+    )
+    assert [(tp.partition, tp.offset) for tp in committed] == [(p, 10 + p) for _, p in mine]
+    assert kafka.runtime.committed_offsets("g1")[(TOPIC, mine[0][1])].offset == 10 + mine[0][1]
+
+    await asyncio.to_thread(second.close)
+    (alone,) = await asyncio.to_thread(assignment_within, [first], 4)
+    assert alone == {(TOPIC, p) for p in range(4)}
+    view = kafka.runtime.group("g1")
+    assert view is not None and len(view.members) == 1
+    await asyncio.to_thread(first.close)

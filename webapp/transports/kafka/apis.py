@@ -1,0 +1,571 @@
+"""The Kafka APIs the listener serves: each decoded request (kio's body, any supported version)
+becomes the engine's request, goes to the runtime, and its answer becomes kio's response of the
+same version.
+
+The version ranges (``SUPPORTED``) start at 0 and reach as far as librdkafka 2.x, kafka-python
+3.x and aiokafka 0.14 need (``../shared/notes/kafka-wire.md``), capped where a later version
+would need what this broker does not have yet: Metadata at 9 (v10 and later carry topic ids),
+FindCoordinator at 3 (v4 batches keys), OffsetFetch at 7 (v8 batches groups). A response is
+built from the fields its version has (``_make`` drops the others), so one handler serves every
+version; what a version lacks on the request side has Kafka's meaning (JoinGroup v0 has no
+rebalance timeout: the session timeout is used, as Kafka's broker does).
+
+Kafka semantics that live here rather than in the engine: JoinGroup v4 and later ask a new
+dynamic member to rejoin with the id it is given (MEMBER_ID_REQUIRED, KIP-394); before v7,
+JoinGroup's ``protocol_name`` is not nullable, so an error reply carries ``""``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import time
+import typing
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from functools import cache
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+
+from coordinator_engine import (
+    Assignment,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    MemberIdentity,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    PartitionOffset,
+    Protocol,
+    SyncGroupRequest,
+    TopicPartition,
+)
+from coordinator_engine.cluster import FindCoordinatorRequest, MetadataRequest
+from webapp.runtime.coordinator_runtime import NODE_ID
+from webapp.runtime.topics import TopicSpec
+
+from .codec import Request
+from .records import MAX_RECORDS_PER_BATCH, RECORD_BYTES_ESTIMATE, produced_at_ms, simulated_batch
+
+__all__ = ["API_VERSIONS", "CLUSTER_ID", "SUPPORTED", "Context", "handle"]
+
+API_VERSIONS = 18
+METADATA = 3
+FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+LIST_OFFSETS = 2
+FETCH = 1
+
+#: ListOffsets' timestamps that ask for the first and the next offset.
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+
+#: api_key → (lowest, highest) version served.
+SUPPORTED: dict[int, tuple[int, int]] = {
+    API_VERSIONS: (0, 3),
+    METADATA: (0, 9),
+    FIND_COORDINATOR: (0, 3),
+    JOIN_GROUP: (0, 7),
+    SYNC_GROUP: (0, 5),
+    HEARTBEAT: (0, 4),
+    LEAVE_GROUP: (0, 4),
+    OFFSET_COMMIT: (0, 8),
+    OFFSET_FETCH: (0, 7),
+    LIST_OFFSETS: (1, 7),
+    # RecordBatch v2 (magic 2) came with Fetch v4; older versions would need down-conversion.
+    FETCH: (4, 11),
+}
+
+CLUSTER_ID = "rebalance-lab"
+#: How often a waiting Fetch looks again for records (a simulated log grows with time).
+FETCH_POLL_S = 0.05
+_NO_THROTTLE = datetime.timedelta(0)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Context:
+    """What a handler knows besides the request: the runtime, the address this listener
+    advertises, and the client's host."""
+
+    runtime: Any
+    host: str
+    port: int
+    client_host: str
+
+
+Handler = Callable[[Context, Request], Awaitable[Any]]
+
+
+# -- building kio responses -------------------------------------------------------------------
+
+
+@cache
+def _fields(cls: type) -> dict[str, Any]:
+    return {field.name: field.type for field in dataclasses.fields(cls)}
+
+
+@cache
+def _item_type(cls: type, name: str) -> type:
+    """The entity type of the items of ``cls``'s tuple field ``name``."""
+    field_type = _fields(cls)[name]
+    for candidate in (field_type, *typing.get_args(field_type)):
+        for argument in typing.get_args(candidate) or (candidate,):
+            if dataclasses.is_dataclass(argument):
+                return typing.cast(type, argument)
+    raise TypeError(f"{cls.__name__}.{name} holds no entities")
+
+
+def _make(cls: type, **values: Any) -> Any:
+    """``cls`` from those ``values`` its version has (the others are not in this version)."""
+    known = _fields(cls)
+    return cls(**{name: value for name, value in values.items() if name in known})
+
+
+def _response(request: Request, **values: Any) -> Any:
+    return _make(load_response_schema(request.api_key, request.api_version), **values)
+
+
+def _ms(value: datetime.timedelta | int) -> int:
+    if isinstance(value, datetime.timedelta):
+        return value // datetime.timedelta(milliseconds=1)
+    return int(value)
+
+
+# -- cluster ---------------------------------------------------------------------------------
+
+
+async def _api_versions(context: Context, request: Request) -> Any:
+    schema = load_response_schema(request.api_key, request.api_version)
+    api_version = _item_type(schema, "api_keys")
+    keys = tuple(
+        _make(api_version, api_key=key, min_version=low, max_version=high)
+        for key, (low, high) in sorted(SUPPORTED.items())
+    )
+    return _make(schema, error_code=ErrorCode.none, api_keys=keys, throttle_time=_NO_THROTTLE)
+
+
+async def _metadata(context: Context, request: Request) -> Any:
+    asked = request.body.topics
+    # v0 asks for every topic with an empty list; later versions with null.
+    names = None if asked is None or (request.api_version == 0 and not asked) else asked
+    answer = context.runtime.metadata(
+        MetadataRequest(topics=None if names is None else tuple(t.name for t in names))
+    )
+    schema = load_response_schema(request.api_key, request.api_version)
+    broker_type = _item_type(schema, "brokers")
+    topic_type = _item_type(schema, "topics")
+    partition_type = _item_type(topic_type, "partitions")
+    broker = _make(broker_type, node_id=NODE_ID, host=context.host, port=context.port, rack=None)
+    topics = tuple(
+        _make(
+            topic_type,
+            error_code=ErrorCode(topic.error_code),
+            name=topic.name,
+            is_internal=False,
+            topic_authorized_operations=-(2**31),
+            partitions=tuple(
+                _make(
+                    partition_type,
+                    error_code=ErrorCode.none,
+                    partition_index=index,
+                    leader_id=NODE_ID,
+                    leader_epoch=0,
+                    replica_nodes=(NODE_ID,),
+                    isr_nodes=(NODE_ID,),
+                    offline_replicas=(),
+                )
+                for index in range(topic.partitions)
+            ),
+        )
+        for topic in answer.topics
+    )
+    return _make(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        brokers=(broker,),
+        cluster_id=CLUSTER_ID,
+        controller_id=NODE_ID,
+        topics=topics,
+        cluster_authorized_operations=-(2**31),
+    )
+
+
+async def _find_coordinator(context: Context, request: Request) -> Any:
+    body = request.body
+    answer = context.runtime.find_coordinator(
+        FindCoordinatorRequest(key=body.key, key_type=getattr(body, "key_type", 0))
+    )
+    found = answer.error_code == 0
+    return _response(
+        request,
+        throttle_time=_NO_THROTTLE,
+        error_code=ErrorCode(answer.error_code),
+        error_message=None,
+        node_id=NODE_ID if found else -1,
+        host=context.host if found else "",
+        port=context.port if found else -1,
+    )
+
+
+# -- groups ----------------------------------------------------------------------------------
+
+
+async def _join_group(context: Context, request: Request) -> Any:
+    body = request.body
+    session_timeout_ms = _ms(body.session_timeout)
+    rebalance = getattr(body, "rebalance_timeout", None)
+    answer = await context.runtime.submit(
+        JoinGroupRequest(
+            group_id=body.group_id,
+            member_id=body.member_id,
+            group_instance_id=getattr(body, "group_instance_id", None),
+            session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=session_timeout_ms if rebalance is None else _ms(rebalance),
+            protocol_type=body.protocol_type,
+            protocols=tuple(Protocol(name=p.name, metadata=p.metadata) for p in body.protocols),
+            require_known_member_id=request.api_version >= 4,
+            client_id=request.client_id or "",
+            client_host=context.client_host,
+        )
+    )
+    schema = load_response_schema(request.api_key, request.api_version)
+    member_type = _item_type(schema, "members")
+    nullable_name = request.api_version >= 7
+    return _make(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        error_code=ErrorCode(answer.error_code),
+        generation_id=answer.generation_id,
+        protocol_type=answer.protocol_type,
+        protocol_name=answer.protocol_name if nullable_name else (answer.protocol_name or ""),
+        leader=answer.leader,
+        skip_assignment=answer.skip_assignment,
+        member_id=answer.member_id,
+        members=tuple(
+            _make(
+                member_type,
+                member_id=member.member_id,
+                group_instance_id=member.group_instance_id,
+                metadata=member.metadata,
+            )
+            for member in answer.members
+        ),
+    )
+
+
+def _member(body: Any) -> dict[str, Any]:
+    """The group, generation and member a SyncGroup or Heartbeat speaks for (a static member's
+    instance id from v3 on)."""
+    return {
+        "group_id": body.group_id,
+        "generation_id": body.generation_id,
+        "member_id": body.member_id,
+        "group_instance_id": getattr(body, "group_instance_id", None),
+    }
+
+
+async def _sync_group(context: Context, request: Request) -> Any:
+    body = request.body
+    answer = await context.runtime.submit(
+        SyncGroupRequest(
+            **_member(body),
+            protocol_type=getattr(body, "protocol_type", None),
+            protocol_name=getattr(body, "protocol_name", None),
+            assignments=tuple(
+                Assignment(member_id=a.member_id, assignment=a.assignment) for a in body.assignments
+            ),
+        )
+    )
+    return _response(
+        request,
+        throttle_time=_NO_THROTTLE,
+        error_code=ErrorCode(answer.error_code),
+        protocol_type=answer.protocol_type,
+        protocol_name=answer.protocol_name,
+        assignment=answer.assignment,
+    )
+
+
+async def _heartbeat(context: Context, request: Request) -> Any:
+    body = request.body
+    answer = await context.runtime.submit(HeartbeatRequest(**_member(body)))
+    return _response(request, throttle_time=_NO_THROTTLE, error_code=ErrorCode(answer.error_code))
+
+
+async def _leave_group(context: Context, request: Request) -> Any:
+    body = request.body
+    if request.api_version < 3:
+        members: tuple[MemberIdentity, ...] = (MemberIdentity(member_id=body.member_id),)
+    else:
+        members = tuple(
+            MemberIdentity(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                reason=getattr(m, "reason", None),
+            )
+            for m in body.members
+        )
+    answer = await context.runtime.submit(
+        LeaveGroupRequest(group_id=body.group_id, members=members)
+    )
+    schema = load_response_schema(request.api_key, request.api_version)
+    error = answer.error_code
+    if request.api_version < 3 and error == 0 and answer.members:
+        # One member per request before v3: its own result is the answer.
+        error = answer.members[0].error_code
+    results = ()
+    if request.api_version >= 3:
+        result_type = _item_type(schema, "members")
+        results = tuple(
+            _make(
+                result_type,
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                error_code=ErrorCode(m.error_code),
+            )
+            for m in answer.members
+        )
+    return _make(schema, throttle_time=_NO_THROTTLE, error_code=ErrorCode(error), members=results)
+
+
+# -- offsets ---------------------------------------------------------------------------------
+
+
+def _by_topic(rows: Any) -> dict[str, list[Any]]:
+    grouped: dict[str, list[Any]] = defaultdict(list)
+    for row in rows:
+        grouped[row.topic].append(row)
+    return grouped
+
+
+async def _offset_commit(context: Context, request: Request) -> Any:
+    body = request.body
+    generation = getattr(body, "generation_id_or_member_epoch", None)
+    if generation is None:
+        generation = getattr(body, "generation_id", -1)
+    answer = await context.runtime.submit(
+        OffsetCommitRequest(
+            group_id=body.group_id,
+            generation_id=generation,
+            member_id=getattr(body, "member_id", ""),
+            group_instance_id=getattr(body, "group_instance_id", None),
+            offsets=tuple(
+                PartitionOffset(
+                    topic=topic.name,
+                    partition=p.partition_index,
+                    offset=p.committed_offset,
+                    metadata=p.committed_metadata,
+                    leader_epoch=getattr(p, "committed_leader_epoch", -1),
+                )
+                for topic in body.topics
+                for p in topic.partitions
+            ),
+        )
+    )
+    schema = load_response_schema(request.api_key, request.api_version)
+    topic_type = _item_type(schema, "topics")
+    partition_type = _item_type(topic_type, "partitions")
+    return _make(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        topics=tuple(
+            _make(
+                topic_type,
+                name=name,
+                partitions=tuple(
+                    _make(
+                        partition_type,
+                        partition_index=r.partition,
+                        error_code=ErrorCode(r.error_code),
+                    )
+                    for r in results
+                ),
+            )
+            for name, results in _by_topic(answer.partitions).items()
+        ),
+    )
+
+
+async def _offset_fetch(context: Context, request: Request) -> Any:
+    body = request.body
+    partitions = (
+        None
+        if body.topics is None
+        else tuple(
+            TopicPartition(topic=topic.name, partition=index)
+            for topic in body.topics
+            for index in topic.partition_indexes
+        )
+    )
+    answer = await context.runtime.submit(
+        OffsetFetchRequest(group_id=body.group_id, partitions=partitions)
+    )
+    schema = load_response_schema(request.api_key, request.api_version)
+    topic_type = _item_type(schema, "topics")
+    partition_type = _item_type(topic_type, "partitions")
+    error = answer.error_code
+    topics = tuple(
+        _make(
+            topic_type,
+            name=name,
+            partitions=tuple(
+                _make(
+                    partition_type,
+                    partition_index=d.partition,
+                    committed_offset=d.offset,
+                    # -1: librdkafka then skips offset validation (kafka-wire.md).
+                    committed_leader_epoch=-1,
+                    metadata=d.metadata,
+                    # Before v2 there is no top-level error: each partition carries it.
+                    error_code=ErrorCode(d.error_code or (error if request.api_version < 2 else 0)),
+                )
+                for d in data
+            ),
+        )
+        for name, data in _by_topic(answer.partitions).items()
+    )
+    return _make(schema, throttle_time=_NO_THROTTLE, topics=topics, error_code=ErrorCode(error))
+
+
+# -- records ---------------------------------------------------------------------------------
+
+
+def _offset_for_timestamp(spec: TopicSpec, partition: int, timestamp: int, now_ms: int) -> int:
+    """ListOffsets' answer: the first offset, the next one, or the first produced at or after
+    ``timestamp`` (the next offset when none was)."""
+    end = spec.log_end_offset(partition, now_ms)
+    if timestamp == EARLIEST_TIMESTAMP:
+        return 0
+    if timestamp == LATEST_TIMESTAMP or timestamp >= now_ms:
+        return end
+    return min(end, spec.log_end_offset(partition, max(timestamp, 0) - 1) + 1)
+
+
+async def _list_offsets(context: Context, request: Request) -> Any:
+    now_ms = context.runtime.now_ms()
+    schema = load_response_schema(request.api_key, request.api_version)
+    topic_type = _item_type(schema, "topics")
+    partition_type = _item_type(topic_type, "partitions")
+
+    def answer(name: str, partition: int, timestamp: int) -> Any:
+        spec = context.runtime.topics.get(name)
+        if spec is None or not 0 <= partition < spec.partitions:
+            return _make(
+                partition_type,
+                partition_index=partition,
+                error_code=ErrorCode.unknown_topic_or_partition,
+                timestamp=-1,
+                offset=-1,
+                leader_epoch=-1,
+            )
+        offset = _offset_for_timestamp(spec, partition, timestamp, now_ms)
+        return _make(
+            partition_type,
+            partition_index=partition,
+            error_code=ErrorCode.none,
+            timestamp=-1 if timestamp < 0 else produced_at_ms(spec, partition, offset),
+            offset=offset,
+            leader_epoch=0,
+        )
+
+    topics = tuple(
+        _make(
+            topic_type,
+            name=topic.name,
+            partitions=tuple(
+                answer(topic.name, p.partition_index, p.timestamp) for p in topic.partitions
+            ),
+        )
+        for topic in request.body.topics
+    )
+    return _make(schema, throttle_time=_NO_THROTTLE, topics=topics)
+
+
+def _fetched(
+    context: Context, spec: TopicSpec | None, partition: int, offset: int, max_bytes: int
+) -> tuple[ErrorCode, int, bytes]:
+    """(error, high watermark, records) of one partition from ``offset``; no records are empty
+    bytes, never null (clients take the length of what they get)."""
+    if spec is None or not 0 <= partition < spec.partitions:
+        return ErrorCode.unknown_topic_or_partition, -1, b""
+    end = spec.log_end_offset(partition, context.runtime.now_ms())
+    if not 0 <= offset <= end:
+        return ErrorCode.offset_out_of_range, end, b""
+    count = min(end - offset, MAX_RECORDS_PER_BATCH, max(1, max_bytes // RECORD_BYTES_ESTIMATE))
+    records = simulated_batch(spec, partition, offset, offset + count) if count else b""
+    return ErrorCode.none, end, records
+
+
+async def _fetch(context: Context, request: Request) -> Any:
+    """Records from each partition asked for; with none to give, the fetch waits (long poll)
+    until one of them has a record or ``max_wait`` has passed, as Kafka's purgatory does."""
+    body = request.body
+    deadline = time.monotonic() + _ms(body.max_wait) / 1000
+    schema = load_response_schema(request.api_key, request.api_version)
+    topic_type = _item_type(schema, "responses")
+    partition_type = _item_type(topic_type, "partitions")
+    while True:
+        total = 0
+        topics = []
+        for topic in body.topics:
+            spec = context.runtime.topics.get(topic.topic)
+            partitions = []
+            for p in topic.partitions:
+                error, end, records = _fetched(
+                    context, spec, p.partition, p.fetch_offset, p.partition_max_bytes
+                )
+                total += len(records)
+                partitions.append(
+                    _make(
+                        partition_type,
+                        partition_index=p.partition,
+                        error_code=error,
+                        high_watermark=end,
+                        # No transactions here: everything below the high watermark is stable.
+                        last_stable_offset=end,
+                        log_start_offset=0,
+                        aborted_transactions=None,
+                        preferred_read_replica=-1,
+                        records=records,
+                    )
+                )
+            topics.append(_make(topic_type, topic=topic.topic, partitions=tuple(partitions)))
+        remaining = deadline - time.monotonic()
+        if total or remaining <= 0:
+            break
+        await asyncio.sleep(min(remaining, FETCH_POLL_S))
+    return _make(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=0,  # no fetch sessions (KIP-227): every fetch names its partitions
+        responses=tuple(topics),
+    )
+
+
+HANDLERS: dict[int, Handler] = {
+    API_VERSIONS: _api_versions,
+    METADATA: _metadata,
+    FIND_COORDINATOR: _find_coordinator,
+    JOIN_GROUP: _join_group,
+    SYNC_GROUP: _sync_group,
+    HEARTBEAT: _heartbeat,
+    LEAVE_GROUP: _leave_group,
+    OFFSET_COMMIT: _offset_commit,
+    OFFSET_FETCH: _offset_fetch,
+    LIST_OFFSETS: _list_offsets,
+    FETCH: _fetch,
+}
+
+
+async def handle(context: Context, request: Request) -> Any:
+    """kio's response body to ``request``."""
+    return await HANDLERS[request.api_key](context, request)

@@ -1,0 +1,149 @@
+"""Kafka's wire format: size-prefixed frames, request headers, and kio's per-version schemas.
+
+The bodies are kio's (``kio.index.load_request_schema``; generated from Kafka's own message
+JSON, decoded natively). This module adds what kio leaves out: splitting a byte stream into
+frames, reading just enough of a header to know which schema applies, and refusing what cannot
+be a request with an error that says why (``BadFrame``, ``UnsupportedRequest``), never with
+whatever exception a decoder happens to raise.
+
+A frame is a big-endian int32 size and that many bytes. A request starts with its header:
+api_key (int16), api_version (int16), correlation_id (int32), client_id (nullable string),
+then, in flexible versions, tagged fields. A response is the correlation id (and, in flexible
+versions, an empty tag section) then the body; ApiVersions always answers with header v0,
+which kio models as that API's response header schema.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+
+__all__ = [
+    "MAX_FRAME_BYTES",
+    "BadFrame",
+    "Request",
+    "UnsupportedRequest",
+    "decode_request",
+    "encode_response",
+    "peek_header",
+]
+
+#: Kafka's ``socket.request.max.bytes`` default (100 MiB): a larger size prefix is refused
+#: before anything is read or allocated.
+MAX_FRAME_BYTES = 100 * 1024 * 1024
+
+_SIZE = struct.Struct(">i")
+_HEADER_START = struct.Struct(">hhi")
+
+
+class BadFrame(ValueError):
+    """The bytes are not a request of any API version; the connection is closed."""
+
+
+class UnsupportedRequest(BadFrame):
+    """A well-framed request of an API or version this listener does not serve."""
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int, why: str) -> None:
+        super().__init__(why)
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One decoded request: its header's fields and kio's body."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any
+
+
+def frame_size(prefix: bytes) -> int:
+    """The size a frame's 4-byte prefix announces; BadFrame if it cannot be a request."""
+    (size,) = _SIZE.unpack(prefix)
+    if size < _HEADER_START.size:
+        raise BadFrame(f"frame size {size} is too small for a request header")
+    if size > MAX_FRAME_BYTES:
+        raise BadFrame(f"frame size {size} exceeds the limit of {MAX_FRAME_BYTES} bytes")
+    return size
+
+
+def peek_header(frame: bytes) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) of a request frame (without its size)."""
+    if len(frame) < _HEADER_START.size:
+        raise BadFrame(f"a {len(frame)}-byte frame is too short for a request header")
+    api_key, api_version, correlation_id = _HEADER_START.unpack_from(frame)
+    return int(api_key), int(api_version), int(correlation_id)
+
+
+@cache
+def _request_reader(api_key: int, api_version: int) -> tuple[Any, Any]:
+    schema = load_request_schema(api_key, api_version)
+    return entity_reader(schema.__header_schema__), entity_reader(schema)
+
+
+@cache
+def _response_writer(api_key: int, api_version: int) -> tuple[Any, Any, Any]:
+    schema = load_response_schema(api_key, api_version)
+    header = schema.__header_schema__
+    return header, entity_writer(header), entity_writer(schema)
+
+
+def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Request:
+    """Decode a request frame whose API and version ``supported`` (api_key → (min, max))
+    holds; ``UnsupportedRequest`` otherwise, ``BadFrame`` if its bytes do not decode."""
+    api_key, api_version, correlation_id = peek_header(frame)
+    versions = supported.get(api_key)
+    if versions is None:
+        raise UnsupportedRequest(api_key, api_version, correlation_id, f"unknown API key {api_key}")
+    low, high = versions
+    if not low <= api_version <= high:
+        raise UnsupportedRequest(
+            api_key,
+            api_version,
+            correlation_id,
+            f"API {api_key} version {api_version} is not in {low}..{high}",
+        )
+    read_header, read_body = _request_reader(api_key, api_version)
+    try:
+        header, used = read_header(frame, 0)
+        body, body_size = read_body(frame, used)
+    except (SerialError, KeyError, ValueError, IndexError, OverflowError) as exc:
+        # kio raises SerialError for bytes that run out or do not decode, KeyError for a
+        # tagged field it does not know.
+        raise BadFrame(
+            f"API {api_key} v{api_version} request does not decode: {type(exc).__name__}: {exc}"
+        ) from exc
+    if used + body_size != len(frame):
+        raise BadFrame(
+            f"API {api_key} v{api_version} request has {len(frame) - used - body_size} "
+            "bytes after its body"
+        )
+    return Request(api_key, api_version, correlation_id, header.client_id, body)
+
+
+def encode_response(request: Request, body: Any) -> bytes:
+    """The size-prefixed response frame answering ``request`` with kio's ``body``."""
+    return encode_response_as(request.api_key, request.api_version, request.correlation_id, body)
+
+
+def encode_response_as(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
+    """A size-prefixed response frame of API ``api_key`` version ``api_version``."""
+    header_schema, write_header, write_body = _response_writer(api_key, api_version)
+    buffer = io.BytesIO()
+    buffer.write(b"\x00\x00\x00\x00")
+    write_header(buffer, header_schema(correlation_id=correlation_id))
+    write_body(buffer, body)
+    frame = buffer.getbuffer()
+    _SIZE.pack_into(frame, 0, len(frame) - _SIZE.size)
+    return bytes(frame)

@@ -1,0 +1,162 @@
+"""The Kafka listener: a TCP server on the coordinator runtime's event loop.
+
+Theory of operation
+===================
+
+Kafka's broker answers one connection's requests one at a time, in order: it stops reading a
+connection while a request of it is in flight (``SocketServer`` mutes the channel). This
+listener does the same, so a JoinGroup parked until the rebalance completes holds up only its
+own connection; every other connection is served by its own task. Clients know this and keep a
+separate connection to the coordinator for the group's requests.
+
+What cannot be served closes the connection with one log line naming the client and the
+problem, never the listener: a size prefix under 8 bytes or over ``MAX_FRAME_BYTES`` (checked
+before anything is read), a frame that ends early, bytes that do not decode, an unknown API key
+or a version outside ``SUPPORTED``. ApiVersions is the exception Kafka makes (KIP-511): a
+version it does not serve gets a v0 answer with UNSUPPORTED_VERSION and the supported ranges, so
+the client can retry with one it knows. While the runtime is starting or reloading its log, the
+connection is closed too: the client reconnects and asks again, as it does when a broker
+restarts. A client that goes away while its request is in flight (a parked JoinGroup) changes
+nothing for the group: its member stays until its session times out, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from webapp.runtime.coordinator_runtime import RuntimeNotReady
+
+from . import apis, codec
+
+__all__ = ["KafkaListener"]
+
+logger = logging.getLogger(__name__)
+
+
+def _unsupported_api_versions(correlation_id: int) -> bytes:
+    """ApiVersions v0 with UNSUPPORTED_VERSION and the ranges served (KIP-511)."""
+    from kio.schema.api_versions.v0.response import ApiVersion, ApiVersionsResponse
+
+    body = ApiVersionsResponse(
+        error_code=ErrorCode.unsupported_version,
+        api_keys=tuple(
+            ApiVersion(api_key=key, min_version=low, max_version=high)
+            for key, (low, high) in sorted(apis.SUPPORTED.items())
+        ),
+    )
+    return codec.encode_response_as(apis.API_VERSIONS, 0, correlation_id, body)
+
+
+class KafkaListener:
+    """Serves Kafka clients on ``host:port`` for ``runtime``, advertising
+    ``advertised_host:advertised_port`` (the port actually bound when ``port`` is 0)."""
+
+    def __init__(
+        self, runtime: Any, *, host: str, port: int, advertised_host: str | None = None
+    ) -> None:
+        self.runtime = runtime
+        self.host = host
+        self.port = port
+        self.advertised_host = advertised_host or host
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    @property
+    def address(self) -> str:
+        return f"{self.advertised_host}:{self.port}"
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        logger.info("Kafka listener on %s:%d (advertised %s)", self.host, self.port, self.address)
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        for task in list(self._connections):
+            with contextlib.suppress(BaseException):
+                await task
+        await self._server.wait_closed()
+        self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        peer = writer.get_extra_info("peername")
+        client = f"{peer[0]}:{peer[1]}" if peer else "unknown"
+        context = apis.Context(
+            runtime=self.runtime,
+            host=self.advertised_host,
+            port=self.port,
+            client_host=f"/{peer[0]}" if peer else "",
+        )
+        try:
+            while True:
+                reply = await self._one_request(reader, context, client)
+                if reply is None:
+                    break
+                writer.write(reply)
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass  # the client went away; nothing of the group depends on this socket
+        except asyncio.CancelledError:
+            # stop(): the connection task ends here, quietly (asyncio's server would log a
+            # cancelled connection callback as an error).
+            pass
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _one_request(
+        self, reader: asyncio.StreamReader, context: apis.Context, client: str
+    ) -> bytes | None:
+        """The reply to the connection's next request; None to close the connection."""
+        prefix = await reader.read(4)
+        if not prefix:
+            return None  # a clean close between requests
+        try:
+            if len(prefix) < 4:
+                prefix += await reader.readexactly(4 - len(prefix))
+            frame = await reader.readexactly(codec.frame_size(prefix))
+            request = codec.decode_request(frame, apis.SUPPORTED)
+        except codec.UnsupportedRequest as unsupported:
+            if unsupported.api_key == apis.API_VERSIONS:
+                return _unsupported_api_versions(unsupported.correlation_id)
+            logger.warning("Kafka client %s: %s; closing the connection", client, unsupported)
+            return None
+        except codec.BadFrame as bad:
+            logger.warning("Kafka client %s: %s; closing the connection", client, bad)
+            return None
+        except asyncio.IncompleteReadError as short:
+            logger.info(
+                "Kafka client %s: closed in the middle of a frame (%d bytes of %s)",
+                client,
+                len(short.partial),
+                short.expected,
+            )
+            return None
+        try:
+            body = await apis.handle(context, request)
+        except RuntimeNotReady as exc:
+            logger.info("Kafka client %s: %s; closing the connection", client, exc)
+            return None
+        except Exception:
+            logger.exception(
+                "Kafka client %s: API %d v%d failed; closing the connection",
+                client,
+                request.api_key,
+                request.api_version,
+            )
+            return None
+        return codec.encode_response(request, body)
