@@ -32,11 +32,15 @@ from kio.schema.errors import ErrorCode
 
 from coordinator_engine import (
     Assignment,
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
+    ListGroupsRequest,
     MemberIdentity,
     OffsetCommitRequest,
+    OffsetDeleteRequest,
     OffsetFetchRequest,
     PartitionOffset,
     Protocol,
@@ -63,6 +67,10 @@ OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
 LIST_OFFSETS = 2
 FETCH = 1
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
+DELETE_GROUPS = 42
+OFFSET_DELETE = 47
 
 #: ListOffsets' timestamps that ask for the first and the next offset.
 EARLIEST_TIMESTAMP = -2
@@ -82,6 +90,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     LIST_OFFSETS: (1, 7),
     # RecordBatch v2 (magic 2) came with Fetch v4; older versions would need down-conversion.
     FETCH: (4, 11),
+    DESCRIBE_GROUPS: (0, 5),
+    LIST_GROUPS: (0, 4),
+    DELETE_GROUPS: (0, 2),
+    OFFSET_DELETE: (0, 0),
 }
 
 CLUSTER_ID = "rebalance-lab"
@@ -346,6 +358,28 @@ def _by_topic(rows: Any) -> dict[str, list[Any]]:
     return grouped
 
 
+def _partition_results(schema: type, results: Any) -> tuple[Any, ...]:
+    """The engine's per-partition error codes as ``schema``'s topics (OffsetCommit's and
+    OffsetDelete's answers)."""
+    topic_type = _item_type(schema, "topics")
+    partition_type = _item_type(topic_type, "partitions")
+    return tuple(
+        _make(
+            topic_type,
+            name=name,
+            partitions=tuple(
+                _make(
+                    partition_type,
+                    partition_index=r.partition,
+                    error_code=ErrorCode(r.error_code),
+                )
+                for r in rows
+            ),
+        )
+        for name, rows in _by_topic(results).items()
+    )
+
+
 async def _offset_commit(context: Context, request: Request) -> Any:
     body = request.body
     generation = getattr(body, "generation_id_or_member_epoch", None)
@@ -371,26 +405,8 @@ async def _offset_commit(context: Context, request: Request) -> Any:
         )
     )
     schema = load_response_schema(request.api_key, request.api_version)
-    topic_type = _item_type(schema, "topics")
-    partition_type = _item_type(topic_type, "partitions")
     return _make(
-        schema,
-        throttle_time=_NO_THROTTLE,
-        topics=tuple(
-            _make(
-                topic_type,
-                name=name,
-                partitions=tuple(
-                    _make(
-                        partition_type,
-                        partition_index=r.partition,
-                        error_code=ErrorCode(r.error_code),
-                    )
-                    for r in results
-                ),
-            )
-            for name, results in _by_topic(answer.partitions).items()
-        ),
+        schema, throttle_time=_NO_THROTTLE, topics=_partition_results(schema, answer.partitions)
     )
 
 
@@ -433,6 +449,105 @@ async def _offset_fetch(context: Context, request: Request) -> Any:
         for name, data in _by_topic(answer.partitions).items()
     )
     return _make(schema, throttle_time=_NO_THROTTLE, topics=topics, error_code=ErrorCode(error))
+
+
+# -- administration (AdminClient) -------------------------------------------------------------
+
+
+#: DescribeGroups' "authorized operations" when they were not asked for (Kafka's INT32_MIN).
+_NO_OPERATIONS = -(2**31)
+
+
+async def _describe_groups(context: Context, request: Request) -> Any:
+    answer = await context.runtime.submit(
+        DescribeGroupsRequest(group_ids=tuple(request.body.groups))
+    )
+    schema = load_response_schema(request.api_key, request.api_version)
+    group_type = _item_type(schema, "groups")
+    member_type = _item_type(group_type, "members")
+    groups = tuple(
+        _make(
+            group_type,
+            error_code=ErrorCode(group.error_code),
+            group_id=group.group_id,
+            group_state=group.group_state,
+            protocol_type=group.protocol_type,
+            protocol_data=group.protocol_data,
+            members=tuple(
+                _make(
+                    member_type,
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    member_metadata=m.member_metadata,
+                    member_assignment=m.member_assignment,
+                )
+                for m in group.members
+            ),
+            authorized_operations=_NO_OPERATIONS,
+        )
+        for group in answer.groups
+    )
+    return _make(schema, throttle_time=_NO_THROTTLE, groups=groups)
+
+
+async def _list_groups(context: Context, request: Request) -> Any:
+    states = tuple(getattr(request.body, "states_filter", ()))
+    answer = await context.runtime.submit(ListGroupsRequest(states_filter=states))
+    schema = load_response_schema(request.api_key, request.api_version)
+    listed_type = _item_type(schema, "groups")
+    return _make(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        error_code=ErrorCode(answer.error_code),
+        groups=tuple(
+            _make(
+                listed_type,
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.group_state,
+            )
+            for g in answer.groups
+        ),
+    )
+
+
+async def _delete_groups(context: Context, request: Request) -> Any:
+    answer = await context.runtime.submit(
+        DeleteGroupsRequest(group_ids=tuple(request.body.groups_names))
+    )
+    schema = load_response_schema(request.api_key, request.api_version)
+    result_type = _item_type(schema, "results")
+    return _make(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        results=tuple(
+            _make(result_type, group_id=r.group_id, error_code=ErrorCode(r.error_code))
+            for r in answer.results
+        ),
+    )
+
+
+async def _offset_delete(context: Context, request: Request) -> Any:
+    body = request.body
+    answer = await context.runtime.submit(
+        OffsetDeleteRequest(
+            group_id=body.group_id,
+            partitions=tuple(
+                TopicPartition(topic=topic.name, partition=p.partition_index)
+                for topic in body.topics
+                for p in topic.partitions
+            ),
+        )
+    )
+    schema = load_response_schema(request.api_key, request.api_version)
+    return _make(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        error_code=ErrorCode(answer.error_code),
+        topics=_partition_results(schema, answer.partitions),
+    )
 
 
 # -- records ---------------------------------------------------------------------------------
@@ -563,6 +678,10 @@ HANDLERS: dict[int, Handler] = {
     OFFSET_FETCH: _offset_fetch,
     LIST_OFFSETS: _list_offsets,
     FETCH: _fetch,
+    DESCRIBE_GROUPS: _describe_groups,
+    LIST_GROUPS: _list_groups,
+    DELETE_GROUPS: _delete_groups,
+    OFFSET_DELETE: _offset_delete,
 }
 
 

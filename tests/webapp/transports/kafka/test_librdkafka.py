@@ -76,3 +76,48 @@ async def test_two_librdkafka_consumers_share_a_topic_commit_and_one_leaves(
     view = kafka.runtime.group("g1")
     assert view is not None and len(view.members) == 1
     await asyncio.to_thread(first.close)
+
+
+async def test_the_admin_client_lists_describes_and_deletes_groups(kafka: KafkaListener) -> None:
+    from confluent_kafka import ConsumerGroupState, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    await kafka.runtime.create_topic(TOPIC, 2)
+    member = consumer(kafka, "busy", "member")
+    member.subscribe([TOPIC])
+    await asyncio.to_thread(assignment_within, [member], 2)
+    idle = consumer(kafka, "idle", "once")
+    idle.subscribe([TOPIC])
+    await asyncio.to_thread(assignment_within, [idle], 2)
+    await asyncio.to_thread(idle.close)
+    admin = AdminClient({"bootstrap.servers": bootstrap(kafka)})
+
+    def listed() -> dict[str, Any]:
+        result = admin.list_consumer_groups(request_timeout=10).result()
+        return {g.group_id: g.state for g in result.valid}
+
+    assert await asyncio.to_thread(listed) == {
+        "busy": ConsumerGroupState.STABLE,
+        "idle": ConsumerGroupState.EMPTY,
+    }
+    (described,) = (
+        await asyncio.to_thread(
+            lambda: admin.describe_consumer_groups(["busy"], request_timeout=10)["busy"].result()
+        ),
+    )
+    assert described.state == ConsumerGroupState.STABLE
+    assert described.partition_assignor == "range"
+    ((client_id, owned),) = [
+        (m.client_id, sorted(tp.partition for tp in m.assignment.topic_partitions))
+        for m in described.members
+    ]
+    assert (client_id, owned) == ("member", [0, 1])
+
+    def delete(group: str) -> None:
+        admin.delete_consumer_groups([group], request_timeout=10)[group].result()
+
+    await asyncio.to_thread(delete, "idle")
+    with pytest.raises(KafkaException, match="NON_EMPTY_GROUP"):
+        await asyncio.to_thread(delete, "busy")
+    assert set(await asyncio.to_thread(listed)) == {"busy"}
+    await asyncio.to_thread(member.close)
