@@ -88,3 +88,123 @@ async def test_a_bad_request_closes_its_connection_and_the_listener_serves_on(
 ) -> None:
     assert await exchange(kafka, payload) == b""
     assert await answers_api_versions(kafka)
+
+
+# -- clients that go away mid-request ---------------------------------------------------------
+
+
+def request_frame(api_key: int, version: int, correlation_id: int, body: object) -> bytes:
+    """A request frame written with kio (the real clients' own encoders are tested elsewhere)."""
+    import io
+
+    from kio.index import load_request_schema
+    from kio.serial import entity_writer
+
+    schema = load_request_schema(api_key, version)
+    header = schema.__header_schema__
+    buffer = io.BytesIO()
+    entity_writer(header)(
+        buffer,
+        header(
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=correlation_id,
+            client_id="raw",
+        ),
+    )
+    entity_writer(schema)(buffer, body)
+    return frame(buffer.getvalue())
+
+
+def join_group(member_id: str) -> bytes:
+    import datetime
+
+    from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
+
+    return request_frame(
+        11,
+        5,
+        1,
+        JoinGroupRequest(
+            group_id="parked",
+            session_timeout=datetime.timedelta(seconds=10),
+            rebalance_timeout=datetime.timedelta(seconds=30),
+            member_id=member_id,
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=(
+                JoinGroupRequestProtocol(name="range", metadata=b"\x00\x00\x00\x00\x00\x00"),
+            ),
+        ),
+    )
+
+
+async def read_response(reader: asyncio.StreamReader) -> bytes:
+    size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 5))[0]
+    return await reader.readexactly(size)
+
+
+def join_answer(reply: bytes) -> object:
+    """kio's JoinGroup v5 response in ``reply`` (after its correlation id)."""
+    from kio.schema.join_group.v5.response import JoinGroupResponse
+    from kio.serial import entity_reader
+
+    answer, _ = entity_reader(JoinGroupResponse)(reply, 4)
+    return answer
+
+
+async def test_a_client_gone_during_a_parked_join_leaves_its_member_and_the_listener_serves(
+    kafka: KafkaListener, caplog: pytest.LogCaptureFixture
+) -> None:
+    from coordinator_engine import GroupState
+
+    # A joins alone: its JoinGroup v5 first gets MEMBER_ID_REQUIRED (79) and an id.
+    reader, first = await asyncio.open_connection("127.0.0.1", kafka.port)
+    first.write(join_group(""))
+    required = join_answer(await read_response(reader))
+    assert required.error_code == 79
+    first.write(join_group(required.member_id))
+    assert join_answer(await read_response(reader)).generation_id == 1
+    # B's JoinGroup parks until A rejoins; B's client goes away meanwhile.
+    reader_b, second = await asyncio.open_connection("127.0.0.1", kafka.port)
+    second.write(join_group(""))
+    member_b = join_answer(await read_response(reader_b)).member_id
+    second.write(join_group(member_b))
+    await asyncio.sleep(0.2)
+    second.close()
+    assert await answers_api_versions(kafka)
+    view = kafka.runtime.group("parked")
+    assert view is not None and view.state is GroupState.PREPARING_REBALANCE
+    # B stays a member (its session runs on), as in Kafka; nothing failed on the server.
+    assert set(view.members) == {required.member_id, member_b}
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    first.close()
+
+
+async def test_a_client_gone_during_a_long_poll_fetch_costs_nothing_else(
+    kafka: KafkaListener, caplog: pytest.LogCaptureFixture
+) -> None:
+    import datetime
+
+    from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
+
+    await kafka.runtime.create_topic("quiet", 1)  # no records: the fetch waits
+    fetch = FetchRequest(
+        max_wait=datetime.timedelta(seconds=1),
+        min_bytes=1,
+        topics=(
+            FetchTopic(
+                topic="quiet",
+                partitions=(FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024),),
+            ),
+        ),
+        forgotten_topics_data=(),
+    )
+    _, writer = await asyncio.open_connection("127.0.0.1", kafka.port)
+    writer.write(request_frame(1, 11, 3, fetch))
+    await asyncio.sleep(0.1)
+    writer.close()
+    assert await answers_api_versions(kafka)
+    await asyncio.sleep(1.2)  # the fetch ends and finds no one to answer
+    assert await answers_api_versions(kafka)
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")]
