@@ -130,6 +130,7 @@ class LabServer:
             "REBALANCE_LAB_OPEN_API": "1",
             "REDIS_URL": redis_url,
             "REBALANCE_LAB_LOG_PATH": str(workdir / "coordinator.db"),
+            "KAFKA_RECORDS_PATH": str(workdir / "records.db"),
             "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",
             "REBALANCE_LAB_PROFILE_ENGINE": "1",
             "KAFKA_PORT": str(self.kafka_port),

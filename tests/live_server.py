@@ -112,6 +112,7 @@ class LiveServer:
             "CHANNEL_LAYER": "memory",
             "REBALANCE_LAB_OPEN_API": "1",
             "REBALANCE_LAB_LOG_PATH": str(workdir / "coordinator.db"),
+            "KAFKA_RECORDS_PATH": str(workdir / "records.db"),
             "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",
             "ANALYSIS_DIR": str(workdir / "analysis"),
             "KAFKA_PORT": str(self.kafka_port),

@@ -11,7 +11,8 @@ style: every knob is an environment variable with a typed helper and a working d
 * ``KAFKA_PORT`` (9092; 0: no Kafka listener) and ``KAFKA_ADVERTISED_HOST``
   (``ADVERTISED_HOST``): where ``serve`` listens for Kafka's own wire protocol (on ``--host``)
   and the address Metadata and FindCoordinator give Kafka clients
-  (``webapp.transports.kafka``).
+  (``webapp.transports.kafka``); ``KAFKA_RECORDS_PATH`` (``var/records.db``) and
+  ``KAFKA_RETENTION_MS`` (7 days): where the batches producers send are kept, and how long.
 * ``COORDINATOR_<FIELD>`` (Kafka's defaults): any int field of ``CoordinatorConfig``, e.g.
   ``COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS=0``; ``COORDINATOR_OWNED_PARTITIONS``: the
   comma-separated coordinator partitions this process serves (default all).
@@ -281,6 +282,8 @@ ADVERTISED_HOST = env_str("ADVERTISED_HOST", "127.0.0.1")
 ADVERTISED_PORT = env_int("ADVERTISED_PORT", 8000)
 KAFKA_PORT = env_int("KAFKA_PORT", 9092)
 KAFKA_ADVERTISED_HOST = env_str("KAFKA_ADVERTISED_HOST", "")
+KAFKA_RECORDS_PATH = env_path("KAFKA_RECORDS_PATH", "var/records.db")
+KAFKA_RETENTION_MS = env_int("KAFKA_RETENTION_MS", 7 * 24 * 3600 * 1000)
 COORDINATOR_CONFIG = coordinator_config_from_env()
 REBALANCE_LAB_PROFILE_ENGINE = env_bool("REBALANCE_LAB_PROFILE_ENGINE", False)
 

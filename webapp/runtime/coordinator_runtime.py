@@ -858,6 +858,22 @@ class CoordinatorRuntime:
             raise
         return spec
 
+    async def append_records(self, topic: str, partition: int, count: int) -> int:
+        """Offsets for ``count`` records a producer sent (``TopicRegistry.append``), kept in the
+        database before this returns; the first of them. TopicError if there is no such
+        partition."""
+        self._check_serving()
+        before = self.topics.get(topic)
+        if before is None:
+            raise UnknownTopicError(f"no topic {topic!r}")
+        spec, base = self.topics.append(topic, partition, count, now_ms=self._now())
+        try:
+            await sync_to_async(_save_topic)(spec)
+        except BaseException:
+            self.topics.restore(before)
+            raise
+        return base
+
     async def delete_topic(self, name: str) -> TopicSpec:
         self._check_serving()
         spec = self.topics.delete(name)

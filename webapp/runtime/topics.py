@@ -166,6 +166,22 @@ class TopicRegistry:
         origins = tuple((offset, now_ms) for offset in spec.log_end_offsets(now_ms))
         return self._put(replace(spec, produce_rate_per_s=rate, origins=origins))
 
+    def append(
+        self, name: str, partition: int, count: int, *, now_ms: int
+    ) -> tuple[TopicSpec, int]:
+        """Make room for ``count`` records a producer sent to ``partition``: they take the
+        offsets from its log-end offset at ``now_ms`` on, which moves past them (the rate goes
+        on from there). The new spec and the first of those offsets."""
+        spec = self._get(name)
+        if not 0 <= partition < spec.partitions:
+            raise UnknownTopicError(f"topic {name!r} has no partition {partition}")
+        if count < 1:
+            raise InvalidTopicError(f"cannot append {count} records")
+        base = spec.log_end_offset(partition, now_ms)
+        origins = list(spec.origins)
+        origins[partition] = (base + count, now_ms)
+        return self._put(replace(spec, origins=tuple(origins))), base
+
     def delete(self, name: str) -> TopicSpec:
         spec = self._get(name)
         del self._topics[name]

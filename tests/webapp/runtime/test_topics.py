@@ -60,6 +60,19 @@ def test_changing_the_rate_keeps_what_was_produced() -> None:
     assert spec.log_end_offset(0, T0 + 7_000) == 52
 
 
+def test_appended_records_take_the_next_offsets_and_the_rate_goes_on_after_them() -> None:
+    topics = TopicRegistry()
+    topics.create("orders", 2, produce_rate_per_s=10, now_ms=T0)
+    spec, base = topics.append("orders", 1, 25, now_ms=T0 + 2_000)
+    assert base == 20
+    assert spec.log_end_offsets(T0 + 2_000) == [20, 45]
+    assert spec.log_end_offsets(T0 + 3_000) == [30, 55]
+    with pytest.raises(UnknownTopicError, match="has no partition 2"):
+        topics.append("orders", 2, 1, now_ms=T0)
+    with pytest.raises(InvalidTopicError, match="cannot append 0 records"):
+        topics.append("orders", 0, 0, now_ms=T0)
+
+
 def test_delete_get_all_and_unknown_topics() -> None:
     topics = TopicRegistry()
     topics.create("b", 1, now_ms=T0)

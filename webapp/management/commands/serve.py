@@ -116,6 +116,8 @@ class Command(BaseCommand):
                 runtime,
                 host=host,
                 port=kafka_port,
+                records_path=settings.KAFKA_RECORDS_PATH,
+                retention_ms=settings.KAFKA_RETENTION_MS,
                 advertised_host=settings.KAFKA_ADVERTISED_HOST or settings.ADVERTISED_HOST,
             )
             if kafka_port

@@ -53,6 +53,7 @@ from webapp.runtime.topics import TopicSpec
 
 from .codec import Request
 from .records import MAX_RECORDS_PER_BATCH, RECORD_BYTES_ESTIMATE, produced_at_ms, simulated_batch
+from .store import BadBatch, RecordStore, split_batches
 
 __all__ = ["API_VERSIONS", "CLUSTER_ID", "SUPPORTED", "Context", "handle"]
 
@@ -67,6 +68,7 @@ OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
 LIST_OFFSETS = 2
 FETCH = 1
+PRODUCE = 0
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 DELETE_GROUPS = 42
@@ -90,6 +92,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     LIST_OFFSETS: (1, 7),
     # RecordBatch v2 (magic 2) came with Fetch v4; older versions would need down-conversion.
     FETCH: (4, 11),
+    # librdkafka sends no Fetch unless Produce >= 3 is advertised (kafka-wire.md).
+    PRODUCE: (3, 9),
     DESCRIBE_GROUPS: (0, 5),
     LIST_GROUPS: (0, 4),
     DELETE_GROUPS: (0, 2),
@@ -111,6 +115,11 @@ class Context:
     host: str
     port: int
     client_host: str
+    store: RecordStore
+
+
+#: What a handler returns when Kafka sends no response (Produce with acks=0).
+NO_RESPONSE = object()
 
 
 Handler = Callable[[Context, Request], Awaitable[Any]]
@@ -607,15 +616,20 @@ async def _list_offsets(context: Context, request: Request) -> Any:
 def _fetched(
     context: Context, spec: TopicSpec | None, partition: int, offset: int, max_bytes: int
 ) -> tuple[ErrorCode, int, bytes]:
-    """(error, high watermark, records) of one partition from ``offset``; no records are empty
-    bytes, never null (clients take the length of what they get)."""
+    """(error, high watermark, records) of one partition from ``offset``: the batches producers
+    sent when one holds ``offset``, else simulated records up to the next stored batch. No
+    records are empty bytes, never null (clients take the length of what they get)."""
     if spec is None or not 0 <= partition < spec.partitions:
         return ErrorCode.unknown_topic_or_partition, -1, b""
     end = spec.log_end_offset(partition, context.runtime.now_ms())
     if not 0 <= offset <= end:
         return ErrorCode.offset_out_of_range, end, b""
-    count = min(end - offset, MAX_RECORDS_PER_BATCH, max(1, max_bytes // RECORD_BYTES_ESTIMATE))
-    records = simulated_batch(spec, partition, offset, offset + count) if count else b""
+    stored = context.store.read(spec.name, partition, offset, max_bytes)
+    if stored:
+        return ErrorCode.none, end, b"".join(batch.data for batch in stored)
+    upto = min(end, context.store.next_stored(spec.name, partition, offset) or end)
+    count = min(upto - offset, MAX_RECORDS_PER_BATCH, max(1, max_bytes // RECORD_BYTES_ESTIMATE))
+    records = simulated_batch(spec, partition, offset, offset + count) if count > 0 else b""
     return ErrorCode.none, end, records
 
 
@@ -666,6 +680,62 @@ async def _fetch(context: Context, request: Request) -> Any:
     )
 
 
+async def _produce(context: Context, request: Request) -> Any:
+    """Each partition's batches take offsets from its log-end offset on and are stored before
+    the answer (``store``); acks=0 gets no answer, as in Kafka."""
+    body = request.body
+    schema = load_response_schema(request.api_key, request.api_version)
+    topic_type = _item_type(schema, "responses")
+    partition_type = _item_type(topic_type, "partition_responses")
+    if body.transactional_id is not None:
+        error: ErrorCode | None = ErrorCode.transactional_id_authorization_failed
+    else:
+        error = None
+    topics = []
+    for topic in body.topic_data:
+        partitions = []
+        for data in topic.partition_data:
+            code, base, message = await _append(
+                context, topic.name, data.index, data.records, error
+            )
+            partitions.append(
+                _make(
+                    partition_type,
+                    index=data.index,
+                    error_code=code,
+                    base_offset=base,
+                    log_append_time=None,
+                    log_start_offset=0,
+                    record_errors=(),
+                    error_message=message,
+                )
+            )
+        topics.append(_make(topic_type, name=topic.name, partition_responses=tuple(partitions)))
+    if body.acks == 0:
+        return NO_RESPONSE
+    return _make(schema, responses=tuple(topics), throttle_time=_NO_THROTTLE)
+
+
+async def _append(
+    context: Context, topic: str, partition: int, records: bytes | None, refused: ErrorCode | None
+) -> tuple[ErrorCode, int, str | None]:
+    """(error, base offset, message) of one partition's part of a Produce."""
+    if refused is not None:
+        return refused, -1, "transactions are not supported"
+    spec = context.runtime.topics.get(topic)
+    if spec is None or not 0 <= partition < spec.partitions:
+        return ErrorCode.unknown_topic_or_partition, -1, None
+    try:
+        batches = split_batches(bytes(records or b""))
+    except BadBatch as exc:
+        return ErrorCode.corrupt_message, -1, str(exc)
+    base = await context.runtime.append_records(
+        topic, partition, sum(count for count, _ in batches)
+    )
+    context.store.append(topic, partition, base, batches, context.runtime.now_ms())
+    return ErrorCode.none, base, None
+
+
 HANDLERS: dict[int, Handler] = {
     API_VERSIONS: _api_versions,
     METADATA: _metadata,
@@ -678,6 +748,7 @@ HANDLERS: dict[int, Handler] = {
     OFFSET_FETCH: _offset_fetch,
     LIST_OFFSETS: _list_offsets,
     FETCH: _fetch,
+    PRODUCE: _produce,
     DESCRIBE_GROUPS: _describe_groups,
     LIST_GROUPS: _list_groups,
     DELETE_GROUPS: _delete_groups,

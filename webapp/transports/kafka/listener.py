@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from pathlib import Path
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -32,6 +33,7 @@ from kio.schema.errors import ErrorCode
 from webapp.runtime.coordinator_runtime import RuntimeNotReady
 
 from . import apis, codec
+from .store import DEFAULT_RETENTION_MS, RecordStore
 
 __all__ = ["KafkaListener"]
 
@@ -57,9 +59,17 @@ class KafkaListener:
     ``advertised_host:advertised_port`` (the port actually bound when ``port`` is 0)."""
 
     def __init__(
-        self, runtime: Any, *, host: str, port: int, advertised_host: str | None = None
+        self,
+        runtime: Any,
+        *,
+        host: str,
+        port: int,
+        records_path: str | Path,
+        advertised_host: str | None = None,
+        retention_ms: int = DEFAULT_RETENTION_MS,
     ) -> None:
         self.runtime = runtime
+        self.store = RecordStore(records_path, retention_ms=retention_ms)
         self.host = host
         self.port = port
         self.advertised_host = advertised_host or host
@@ -86,6 +96,7 @@ class KafkaListener:
                 await task
         await self._server.wait_closed()
         self._server = None
+        self.store.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -98,13 +109,15 @@ class KafkaListener:
             host=self.advertised_host,
             port=self.port,
             client_host=f"/{peer[0]}" if peer else "",
+            store=self.store,
         )
         try:
             while True:
                 reply = await self._one_request(reader, context, client)
                 if reply is None:
                     break
-                writer.write(reply)
+                if reply:  # b"": a request Kafka does not answer (Produce, acks=0)
+                    writer.write(reply)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away; nothing of the group depends on this socket
@@ -159,4 +172,6 @@ class KafkaListener:
                 request.api_version,
             )
             return None
+        if body is apis.NO_RESPONSE:
+            return b""
         return codec.encode_response(request, body)

@@ -4,6 +4,7 @@ free port of 127.0.0.1, both on the test's event loop."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest_asyncio
@@ -16,10 +17,12 @@ from ...helpers import serving
 
 @pytest_asyncio.fixture
 async def kafka(
-    transactional_db: None, make_runtime: Callable[..., CoordinatorRuntime]
+    transactional_db: None, make_runtime: Callable[..., CoordinatorRuntime], tmp_path: Path
 ) -> AsyncIterator[KafkaListener]:
     async with serving(make_runtime(clock=WallClock())) as runtime:
-        listener = KafkaListener(runtime, host="127.0.0.1", port=0)
+        listener = KafkaListener(
+            runtime, host="127.0.0.1", port=0, records_path=tmp_path / "records.db"
+        )
         await listener.start()
         try:
             yield listener

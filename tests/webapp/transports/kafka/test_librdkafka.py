@@ -49,6 +49,17 @@ def assignment_within(members: list[Consumer], expected: int, timeout_s: float =
             raise AssertionError(f"no complete assignment after {timeout_s} s: {owned}")
 
 
+def read(member: Consumer, count: int, timeout_s: float = 20) -> list[Any]:
+    """The first ``count`` messages ``member`` polls (fewer if ``timeout_s`` runs out)."""
+    got: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        message = member.poll(0.2)
+        if message is not None and message.error() is None:
+            got.append(message)
+    return got
+
+
 async def test_two_librdkafka_consumers_share_a_topic_commit_and_one_leaves(
     kafka: KafkaListener,
 ) -> None:
@@ -121,3 +132,47 @@ async def test_the_admin_client_lists_describes_and_deletes_groups(kafka: KafkaL
         await asyncio.to_thread(delete, "busy")
     assert set(await asyncio.to_thread(listed)) == {"busy"}
     await asyncio.to_thread(member.close)
+
+
+async def test_a_producer_s_records_reach_a_consumer_with_the_right_high_watermark(
+    kafka: KafkaListener,
+) -> None:
+    from confluent_kafka import Producer
+
+    await kafka.runtime.create_topic("payments", 1)  # no simulated records: rate 0
+    producer = Producer({"bootstrap.servers": bootstrap(kafka), "linger.ms": 5})
+    sent = [(f"k{n}".encode(), f"payment {n}".encode()) for n in range(25)]
+    delivered: list[int] = []
+
+    def report(error: Any, message: Any) -> None:
+        assert error is None, error
+        delivered.append(message.offset())
+
+    for key, value in sent:
+        producer.produce("payments", key=key, value=value, partition=0, on_delivery=report)
+    assert await asyncio.to_thread(producer.flush, 10) == 0
+    assert sorted(delivered) == list(range(25))
+
+    reader = consumer(kafka, "readers", "reader", **{"auto.offset.reset": "earliest"})
+    reader.subscribe(["payments"])
+
+    got = await asyncio.to_thread(read, reader, 25)
+    assert [(m.key(), m.value()) for m in got] == sent
+    assert [m.offset() for m in got] == list(range(25))
+    low, high = await asyncio.to_thread(
+        reader.get_watermark_offsets, TopicPartition("payments", 0), 10, False
+    )
+    assert (low, high) == (0, 25)
+    await asyncio.to_thread(reader.close)
+
+
+async def test_librdkafka_reads_a_simulated_topic_s_records(kafka: KafkaListener) -> None:
+    await kafka.runtime.create_topic("clicks", 1, produce_rate_per_s=200)
+    await asyncio.sleep(0.3)
+    reader = consumer(kafka, "clickers", "reader", **{"auto.offset.reset": "earliest"})
+    reader.subscribe(["clicks"])
+
+    got = await asyncio.to_thread(read, reader, 10)
+    assert [m.offset() for m in got] == list(range(10))
+    assert [m.value() for m in got] == [f"clicks/0/{n}".encode() for n in range(10)]
+    await asyncio.to_thread(reader.close)

@@ -208,3 +208,38 @@ async def test_a_client_gone_during_a_long_poll_fetch_costs_nothing_else(
     await asyncio.sleep(1.2)  # the fetch ends and finds no one to answer
     assert await answers_api_versions(kafka)
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")]
+
+
+async def test_a_produce_with_a_corrupt_batch_is_refused_and_stores_nothing(
+    kafka: KafkaListener,
+) -> None:
+    import datetime
+
+    from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+    from kio.schema.produce.v9.response import ProduceResponse
+    from kio.serial import entity_reader
+
+    await kafka.runtime.create_topic("payments", 1)
+    produce = ProduceRequest(
+        acks=-1,
+        timeout=datetime.timedelta(seconds=5),
+        topic_data=(
+            TopicProduceData(
+                name="payments",
+                partition_data=(PartitionProduceData(index=0, records=b"\x00" * 70),),
+            ),
+            TopicProduceData(
+                name="nowhere",
+                partition_data=(PartitionProduceData(index=0, records=b"\x00" * 70),),
+            ),
+        ),
+    )
+    reader, writer = await asyncio.open_connection("127.0.0.1", kafka.port)
+    writer.write(request_frame(0, 9, 4, produce))
+    answer, _ = entity_reader(ProduceResponse)(await read_response(reader), 5)  # id, tags
+    writer.close()
+    (corrupt,), (unknown,) = (t.partition_responses for t in answer.responses)
+    assert (corrupt.error_code, unknown.error_code) == (2, 3)  # CORRUPT_MESSAGE, UNKNOWN_TOPIC
+    assert corrupt.error_message == "a batch length of 0 does not fit the 70 bytes"
+    spec = kafka.runtime.topics.get("payments")
+    assert spec is not None and spec.log_end_offset(0, kafka.runtime.now_ms()) == 0
