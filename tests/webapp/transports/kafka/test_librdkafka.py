@@ -176,3 +176,57 @@ async def test_librdkafka_reads_a_simulated_topic_s_records(kafka: KafkaListener
     assert [m.offset() for m in got] == list(range(10))
     assert [m.value() for m in got] == [f"clicks/0/{n}".encode() for n in range(10)]
     await asyncio.to_thread(reader.close)
+
+
+async def test_a_static_librdkafka_member_restarts_without_a_rebalance(
+    kafka: KafkaListener,
+) -> None:
+    from coordinator_engine.events import StateChanged
+
+    await kafka.runtime.create_topic(TOPIC, 4)
+    static = {"group.instance.id": "billing-1", "session.timeout.ms": 10000}
+    first = consumer(kafka, "statics", "a", **static)
+    other = consumer(kafka, "statics", "b", **{"group.instance.id": "billing-2"})
+    first.subscribe([TOPIC])
+    other.subscribe([TOPIC])
+    before = await asyncio.to_thread(assignment_within, [first, other], 4)
+    generation = kafka.runtime.group("statics").generation_id
+    changes: list[Any] = []
+    kafka.runtime.add_listener(
+        lambda e: changes.append(e.event) if isinstance(e.event, StateChanged) else None
+    )
+    # A static member's close does not leave the group (KIP-345): it comes back as itself.
+    await asyncio.to_thread(first.close)
+    again = consumer(kafka, "statics", "a", **static)
+    again.subscribe([TOPIC])
+    after = await asyncio.to_thread(assignment_within, [again, other], 4)
+    assert after == before
+    assert kafka.runtime.group("statics").generation_id == generation
+    assert [c for c in changes if c.group_id == "statics"] == []
+    await asyncio.to_thread(again.close)
+    await asyncio.to_thread(other.close)
+
+
+async def test_cooperative_sticky_librdkafka_members_rebalance_incrementally(
+    kafka: KafkaListener,
+) -> None:
+    await kafka.runtime.create_topic(TOPIC, 6)
+    cooperative = {"partition.assignment.strategy": "cooperative-sticky"}
+    revoked: list[set[tuple[str, int]]] = []
+
+    def on_revoke(_: Any, partitions: list[TopicPartition]) -> None:
+        revoked.append({(tp.topic, tp.partition) for tp in partitions})
+
+    first = consumer(kafka, "coop", "a", **cooperative)
+    first.subscribe([TOPIC], on_revoke=on_revoke)
+    (alone,) = await asyncio.to_thread(assignment_within, [first], 6)
+    second = consumer(kafka, "coop", "b", **cooperative)
+    second.subscribe([TOPIC])
+    owned = await asyncio.to_thread(assignment_within, [first, second], 6)
+    assert [len(o) for o in owned] == [3, 3]
+    # Incremental: the first member gave up only the three partitions that moved, and kept
+    # the other three throughout.
+    assert revoked == [alone - owned[0]]
+    assert kafka.runtime.group("coop").protocol_name == "cooperative-sticky"
+    await asyncio.to_thread(second.close)
+    await asyncio.to_thread(first.close)
