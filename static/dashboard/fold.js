@@ -54,6 +54,8 @@ function memberRecord(id, fields = {}) {
     instanceId: fields.instanceId ?? null,
     clientId: fields.clientId ?? null,
     clientHost: fields.clientHost ?? null,
+    // How it reached the coordinator: "kafka", "websocket", "simulated"; null if unknown.
+    connection: fields.connection ?? null,
     sessionTimeoutMs: fields.sessionTimeoutMs ?? null,
     rebalanceTimeoutMs: fields.rebalanceTimeoutMs ?? null,
     subscription: fields.subscription ?? null,
@@ -85,6 +87,7 @@ export function modelFromSnapshot(groupId, snapshot) {
         instanceId: m.group_instance_id,
         clientId: m.client_id,
         clientHost: m.client_host,
+        connection: m.connection,
         sessionTimeoutMs: m.session_timeout_ms,
         rebalanceTimeoutMs: m.rebalance_timeout_ms,
         subscription: m.subscription,
@@ -258,6 +261,8 @@ const HANDLERS = {
       instanceId: e.group_instance_id,
       clientId: e.client_id,
       clientHost: e.client_host,
+      // Events do not say it; a rejoin keeps what the snapshot said.
+      connection: old ? old.connection : null,
       sessionTimeoutMs: e.session_timeout_ms,
       rebalanceTimeoutMs: e.rebalance_timeout_ms,
       subscription: old ? old.subscription : null,

@@ -167,6 +167,13 @@ export function tileHelp({ topic, partition, owner, released, offsets }) {
   return lines.join("\n");
 }
 
+/** How a member reached the coordinator, in words. */
+const CONNECTIONS = {
+  kafka: "over Kafka's wire protocol (a real Kafka client)",
+  websocket: "over the websocket consumer protocol",
+  simulated: "in-process (a simulated consumer)",
+};
+
 /** A lane's tooltip: who the member is. */
 export function memberHelp(member, { leader }) {
   const lines = [`member id ${member.id}`];
@@ -175,6 +182,7 @@ export function memberHelp(member, { leader }) {
     lines.push(`static member, instance id ${member.instanceId}: it can restart without a rebalance`);
   }
   if (member.clientId) lines.push(`client ${member.clientId} on ${member.clientHost ?? "?"}`);
+  if (member.connection) lines.push(`connected ${CONNECTIONS[member.connection] ?? member.connection}`);
   if (member.sessionTimeoutMs != null) {
     lines.push(`removed if silent for ${formatDuration(member.sessionTimeoutMs)} (session timeout)`);
   }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -198,10 +198,13 @@ def group_detail_json(
     offsets: Mapping[tuple[str, int], OffsetCommitValue],
     topics: TopicRegistry,
     now_ms: int,
+    connection_of: Callable[[str], str | None] = lambda member_id: None,
 ) -> dict[str, Any]:
     """The whole group: members with their decoded subscription and assignment (``consumer``
-    protocol type; None where the bytes are not the consumer protocol), and committed offsets
-    with the log-end offset and lag from the topic registry (None for an unknown topic)."""
+    protocol type; None where the bytes are not the consumer protocol) and how each is
+    connected (``connection_of(member_id)``: ``kafka``, ``websocket``, ``simulated``, None
+    when unknown), and committed offsets with the log-end offset and lag from the topic
+    registry (None for an unknown topic)."""
     consumer = view.protocol_type == CONSUMER_PROTOCOL_TYPE
     members = [
         {
@@ -209,6 +212,7 @@ def group_detail_json(
             "group_instance_id": member.group_instance_id,
             "client_id": member.client_id,
             "client_host": member.client_host,
+            "connection": connection_of(member.member_id),
             "session_timeout_ms": member.session_timeout_ms,
             "rebalance_timeout_ms": member.rebalance_timeout_ms,
             "is_leader": member.member_id == view.leader_id,
@@ -252,6 +256,7 @@ async def healthz(request: HttpRequest) -> HttpResponse:
             "status": "ok",
             "groups": len(runtime.group_ids()),
             "log_path": log_path,
+            "listeners": runtime.listeners,
             **faults,
         }
         if runtime.engine_profile is not None:
@@ -319,7 +324,11 @@ async def group_detail(request: HttpRequest, group_id: str) -> HttpResponse:
     if view is None:
         return error_response(404, "group_not_found", f"no group {group_id!r}")
     body = group_detail_json(
-        view, runtime.committed_offsets(group_id), runtime.topics, runtime.now_ms()
+        view,
+        runtime.committed_offsets(group_id),
+        runtime.topics,
+        runtime.now_ms(),
+        lambda member_id: runtime.connection_of(group_id, member_id),
     )
     return JsonResponse(body)
 

@@ -196,7 +196,11 @@ class GroupFeedSocket(_Feed):
             None
             if view is None
             else group_detail_json(
-                view, runtime.committed_offsets(self.group_id), runtime.topics, runtime.now_ms()
+                view,
+                runtime.committed_offsets(self.group_id),
+                runtime.topics,
+                runtime.now_ms(),
+                lambda member_id: runtime.connection_of(self.group_id, member_id),
             )
         )
         topics = {} if group is None else subscribed_topics(runtime, group)

@@ -9,6 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
+from webapp.runtime.coordinator_runtime import current_runtime
+
 from .access import may_read
 
 
@@ -20,7 +22,12 @@ def _context(request: HttpRequest, **extra: object) -> dict[str, object]:
 def overview(request: HttpRequest) -> HttpResponse:
     if not may_read(request.user):
         return redirect_to_login(request.get_full_path())
-    return render(request, "dashboard/overview.html", _context(request))
+    runtime = current_runtime()
+    # Where real Kafka clients connect (serve's Kafka listener), when it is open.
+    kafka_address = runtime.listeners.get("kafka") if runtime is not None else None
+    return render(
+        request, "dashboard/overview.html", _context(request, kafka_address=kafka_address)
+    )
 
 
 @ensure_csrf_cookie

@@ -54,6 +54,14 @@ through one :class:`CoordinatorRuntime`.
   ``recovering`` meanwhile and counts the faults (:attr:`CoordinatorRuntime.engine_faults`,
   :attr:`~CoordinatorRuntime.last_engine_fault`); the log has the traceback.
 
+* **How each member is connected.** The engine knows a member's client id and host, as Kafka
+  does, not the wire it came over. Transports say it when they submit (``via``: ``kafka``,
+  ``websocket``, ``simulated``); a JoinGroup that makes a member remembers it for that member
+  until a MemberRemoved or GroupRemoved event ends it (:meth:`CoordinatorRuntime.connection_of`).
+  Members replayed from the log after a restart are unknown (None) until they rejoin.
+  ``listeners`` maps each extra listener the host opened (``kafka``) to its address, for
+  ``/healthz`` and the dashboard.
+
 * **Profiling** (``REBALANCE_LAB_PROFILE_ENGINE=1``): :class:`EngineProfile` adds up the wall
   time spent inside ``coord.handle`` (the record append included) and ``coord.advance``, so a
   benchmark can tell the engine's share of a run from the host's (``/healthz`` reports it).
@@ -87,6 +95,7 @@ from coordinator_engine import (
     GroupCoordinator,
     GroupEvent,
     GroupView,
+    JoinGroupRequest,
     LogAppendError,
     Reply,
     SqliteLog,
@@ -100,6 +109,7 @@ from coordinator_engine.cluster import (
     MetadataResponse,
     TopicMetadata,
 )
+from coordinator_engine.events import GroupRemoved, MemberRemoved
 from coordinator_engine.records import OffsetCommitValue
 
 from .control import serve_control
@@ -309,6 +319,10 @@ class CoordinatorRuntime:
         #: How to fail each parked reply (a JoinGroup or SyncGroup not answered yet) if the
         #: engine that holds it is dropped.
         self._parked: dict[object, Callable[[str], None]] = {}
+        #: (group_id, member_id) → the transport the member joined through.
+        self._connections: dict[tuple[str, str], str] = {}
+        #: Extra listeners the host opened, by name (``kafka``): their addresses.
+        self.listeners: dict[str, str] = {}
 
     @classmethod
     def from_settings(cls) -> CoordinatorRuntime:
@@ -639,15 +653,18 @@ class CoordinatorRuntime:
             elapsed_ms,
         )
 
-    async def submit(self, request: Any) -> Any:
+    async def submit(self, request: Any, *, via: str | None = None) -> Any:
         """Handle one request and return its response (awaiting a parked JoinGroup/SyncGroup).
 
         ``request`` is an engine request (``coordinator_engine.requests``) or a
         FindCoordinatorRequest/MetadataRequest (``coordinator_engine.cluster``). The records
         behind the response are durable when it is returned. Cancelling the await changes
-        nothing in the group (like a Kafka client that went away).
+        nothing in the group (like a Kafka client that went away). ``via`` names the transport
+        (see "How each member is connected").
         """
         reply = self._handle(request)
+        if via is not None and type(request) is JoinGroupRequest:
+            reply.add_done_callback(self._remember_connection(request.group_id, via))
         if reply.done:
             return reply.response
         assert self._loop is not None
@@ -670,6 +687,8 @@ class CoordinatorRuntime:
         request: Any,
         callback: Callable[[Any], None],
         on_failure: Callable[[str], None] | None = None,
+        *,
+        via: str | None = None,
     ) -> None:
         """Handle one request and call ``callback(response)`` when it is answered — maybe
         before this returns. For in-process clients (simulated consumers) that do not want a
@@ -677,6 +696,8 @@ class CoordinatorRuntime:
         engine fault), ``on_failure(reason)`` is called instead. An exception in either is
         logged, never raised into the engine."""
         reply = self._handle(request)
+        if via is not None and type(request) is JoinGroupRequest:
+            reply.add_done_callback(self._remember_connection(request.group_id, via))
         reply.add_done_callback(self._guarded(callback))
         if on_failure is not None and not reply.done:
             self._park(reply, self._guarded(on_failure))
@@ -686,6 +707,17 @@ class CoordinatorRuntime:
         if self._loop is None:
             raise RuntimeNotReady("the coordinator runtime has not started")
         return asyncio.run_coroutine_threadsafe(self.submit(request), self._loop)
+
+    def _remember_connection(self, group_id: str, via: str) -> Callable[[Any], None]:
+        def remember(response: Any) -> None:
+            if response.error_code == 0 and response.member_id:
+                self._connections[(group_id, response.member_id)] = via
+
+        return remember
+
+    def connection_of(self, group_id: str, member_id: str) -> str | None:
+        """How the member joined (``kafka``, ``websocket``, ``simulated``), if known."""
+        return self._connections.get((group_id, member_id))
 
     def _guarded(self, callback: Callable[[Any], None]) -> Callable[[Any], None]:
         def call(argument: Any) -> None:
@@ -793,6 +825,11 @@ class CoordinatorRuntime:
         self._listeners.remove(fn)
 
     def _on_event(self, event: GroupEvent) -> None:
+        if type(event) is MemberRemoved:
+            self._connections.pop((event.group_id, event.member_id), None)
+        elif type(event) is GroupRemoved:
+            for key in [key for key in self._connections if key[0] == event.group_id]:
+                del self._connections[key]
         self._seq += 1
         item = SequencedEvent(self._seq, event, self._group_seq.get(event.group_id, 0))
         self._group_seq[event.group_id] = self._seq

@@ -54,7 +54,7 @@ class InProcessTransport:
 
     def send(self, request: Any, on_response: OnResponse, on_failure: OnFailure) -> None:
         try:
-            self.runtime.submit_nowait(request, on_response, on_failure)
+            self.runtime.submit_nowait(request, on_response, on_failure, via="simulated")
         except Exception as exc:  # the runtime is stopping, not started, or reloading
             on_failure(str(exc))
 

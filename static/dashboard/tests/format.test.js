@@ -1,7 +1,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { REMOVAL_REASONS, describeEvent, formatCount, formatDuration, removalReason, shortId } from "../format.js";
+import {
+  REMOVAL_REASONS,
+  describeEvent,
+  formatCount,
+  formatDuration,
+  memberHelp,
+  removalReason,
+  shortId,
+} from "../format.js";
 import * as ev from "./events.js";
 
 test("every removal reason of the engine reads in plain words", () => {
@@ -52,4 +60,13 @@ test("events in words", () => {
   assert.match(describeEvent(ev.groupRemoved()).text, /an admin deleted it/);
   assert.match(describeEvent(ev.offsetsRemoved([["t", 0]], "expired")).text, /expired/);
   assert.equal(describeEvent(ev.pendingRemoved("p", "joined")).kind, "pending");
+});
+
+test("a member's tooltip says how it is connected, when the coordinator knows", () => {
+  const member = { id: "m-1", instanceId: null, clientId: "billing", clientHost: "/10.0.0.5" };
+  const kafka = memberHelp({ ...member, connection: "kafka" }, { leader: false });
+  assert.match(kafka, /client billing on \/10\.0\.0\.5/);
+  assert.match(kafka, /connected over Kafka's wire protocol \(a real Kafka client\)/);
+  assert.match(memberHelp({ ...member, connection: "simulated" }, { leader: false }), /in-process/);
+  assert.doesNotMatch(memberHelp({ ...member, connection: null }, { leader: false }), /connected/);
 });

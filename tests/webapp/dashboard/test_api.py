@@ -44,6 +44,7 @@ async def test_healthz_is_ok_once_the_runtime_serves(
         "status": "ok",
         "groups": 1,
         "log_path": str(log_path),
+        "listeners": {},  # a Kafka listener is the host's to open (serve does)
         "engine_faults": 0,
     }
 
@@ -210,6 +211,7 @@ async def test_a_group_shows_members_decoded_assignments_and_lag_per_partition(
                 "group_instance_id": None,
                 "client_id": "c1",
                 "client_host": "",
+                "connection": "websocket",  # it joined through the websocket transport
                 "session_timeout_ms": 10_000,
                 "rebalance_timeout_ms": 20_000,
                 "is_leader": True,

@@ -142,6 +142,7 @@ class Command(BaseCommand):
                     )
                     server.stop()
                     return
+                runtime.listeners["kafka"] = kafka.address
                 self.stdout.write(
                     f"Kafka listener on {host}:{kafka.port} (bootstrap {kafka.address})"
                 )

@@ -255,7 +255,8 @@ async def _join_group(context: Context, request: Request) -> Any:
             require_known_member_id=request.api_version >= 4,
             client_id=request.client_id or "",
             client_host=context.client_host,
-        )
+        ),
+        via="kafka",
     )
     schema = load_response_schema(request.api_key, request.api_version)
     member_type = _item_type(schema, "members")

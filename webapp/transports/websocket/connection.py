@@ -93,7 +93,9 @@ class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
         try:
             # A burst of frames (a group's members all rejoining) takes its turn in shares.
             await turns.wait()
-            response = await self.runtime.submit(self._with_client_host(frame.request))
+            response = await self.runtime.submit(
+                self._with_client_host(frame.request), via="websocket"
+            )
         except asyncio.CancelledError:
             raise
         except RuntimeNotReady as exc:

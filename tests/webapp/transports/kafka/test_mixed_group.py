@@ -62,15 +62,18 @@ async def test_librdkafka_kafka_python_aiokafka_and_a_simulated_consumer_share_o
     )
     clients = {"librdkafka-member", "kafka-python-member", "aiokafka-member", "simulated-member"}
     owners: dict[str, set[tuple[str, int]]] = {}
+    connections: dict[str, str | None] = {}
 
     async def described() -> bool:
         (group,) = (await runtime.submit(DescribeGroupsRequest(group_ids=(GROUP,)))).groups
         if group.group_state != "Stable":
             return False
         owners.clear()
+        connections.clear()
         for member in group.members:
             partitions = decode_assignment(member.member_assignment).assigned_partitions
             owners[member.client_id] = set(partitions)
+            connections[member.client_id] = runtime.connection_of(GROUP, member.member_id)
         return set(owners) == clients
 
     try:
@@ -80,6 +83,12 @@ async def test_librdkafka_kafka_python_aiokafka_and_a_simulated_consumer_share_o
                 f"no stable group of the four: {owners} {simulation.to_json()}"
             )
             await asyncio.sleep(0.2)
+        assert connections == {
+            "librdkafka-member": "kafka",
+            "kafka-python-member": "kafka",
+            "aiokafka-member": "kafka",
+            "simulated-member": "simulated",
+        }
         everything = [tp for partitions in owners.values() for tp in partitions]
         assert sorted(everything) == [(TOPIC, p) for p in range(8)]
         # Each client agrees with the coordinator about its own partitions.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import socket
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +49,11 @@ def test_a_librdkafka_consumer_joins_through_serve_and_the_api_shows_it(
         assert group["state"] == "Stable"
         (member,) = group["members"]
         assert (member["client_id"], member["client_host"]) == ("billing-service", "/127.0.0.1")
+        assert member["connection"] == "kafka"
+        address = f"127.0.0.1:{server.kafka_port}"
+        assert server.get("/healthz")["listeners"] == {"kafka": address}
+        overview = urllib.request.urlopen(f"{server.url}/", timeout=5).read().decode()
+        assert f"bootstrap.servers={address}" in overview
         assert member["assignment"] == [["orders", 0], ["orders", 1], ["orders", 2]]
     finally:
         consumer.close()
