@@ -230,3 +230,39 @@ async def test_cooperative_sticky_librdkafka_members_rebalance_incrementally(
     assert kafka.runtime.group("coop").protocol_name == "cooperative-sticky"
     await asyncio.to_thread(second.close)
     await asyncio.to_thread(first.close)
+
+
+async def test_produced_records_survive_a_restart_of_the_runtime_and_listener(
+    kafka: KafkaListener, make_runtime: Any, tmp_path: Any
+) -> None:
+    from confluent_kafka import Producer
+
+    from webapp.runtime.coordinator_runtime import WallClock
+
+    from ...helpers import serving
+
+    await kafka.runtime.create_topic("ledger", 1)
+    producer = Producer({"bootstrap.servers": bootstrap(kafka)})
+    for n in range(5):
+        producer.produce("ledger", value=f"entry {n}".encode(), partition=0)
+    assert await asyncio.to_thread(producer.flush, 10) == 0
+    await kafka.stop()
+    await kafka.runtime.stop()
+
+    async with serving(make_runtime(clock=WallClock())) as runtime:
+        again = KafkaListener(
+            runtime, host="127.0.0.1", port=0, records_path=tmp_path / "records.db"
+        )
+        await again.start()
+        try:
+            reader = consumer(again, "auditors", "auditor", **{"auto.offset.reset": "earliest"})
+            reader.subscribe(["ledger"])
+            got = await asyncio.to_thread(read, reader, 5)
+            assert [(m.offset(), m.value()) for m in got] == [
+                (n, f"entry {n}".encode()) for n in range(5)
+            ]
+            spec = runtime.topics.get("ledger")
+            assert spec is not None and spec.log_end_offset(0, runtime.now_ms()) == 5
+            await asyncio.to_thread(reader.close)
+        finally:
+            await again.stop()
