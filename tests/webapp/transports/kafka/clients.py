@@ -1,9 +1,12 @@
-"""Real Kafka clients that poll in threads of their own, for the tests of this folder."""
+"""Real Kafka clients that poll in threads of their own, and waiting on the test's loop, for
+the tests of this folder."""
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -95,3 +98,13 @@ class Polling:
         self._stop.set()
         self._thread.join(10)
         self.consumer.close()
+
+
+async def until(condition: Callable[[], bool], what: str, timeout_s: float = 20) -> None:
+    """Wait on the event loop (the listener's) until ``condition()``; AssertionError naming
+    ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout_s} s: {what}")
+        await asyncio.sleep(0.05)

@@ -4,16 +4,13 @@ that hands the partitions to the member that stays."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable
-
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
 from webapp.transports.kafka.listener import KafkaListener
 
+from .clients import until
 from .conftest import bootstrap
 
 pytestmark = pytest.mark.asyncio
@@ -33,14 +30,6 @@ def consumer(listener: KafkaListener, name: str) -> AIOKafkaConsumer:
         heartbeat_interval_ms=500,
         metadata_max_age_ms=1000,
     )
-
-
-async def until(condition: Callable[[], bool], what: str, timeout_s: float = 20) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        await asyncio.sleep(0.05)
 
 
 def owned(member: AIOKafkaConsumer) -> set[int]:

@@ -4,13 +4,12 @@ read back, and a leave that hands the partitions to the member that stays."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 
 import pytest
 from kafka import TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from tests.live_server import wait_for
 from webapp.transports.kafka.listener import KafkaListener
 
 from .clients import Member
@@ -18,14 +17,6 @@ from .clients import Member
 pytestmark = pytest.mark.asyncio
 
 TOPIC = "orders"
-
-
-def until(condition: Callable[[], bool], what: str, timeout_s: float = 20) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        time.sleep(0.05)
 
 
 def complete(members: list[Member], partitions: int) -> bool:
@@ -43,9 +34,9 @@ async def test_two_kafka_python_consumers_share_read_commit_and_one_leaves(
     try:
         first.start(TOPIC)
         second.start(TOPIC)
-        await asyncio.to_thread(until, lambda: complete([first, second], 4), "an assignment")
+        await asyncio.to_thread(wait_for, lambda: complete([first, second], 4), 20, "an assignment")
         assert first.assignment().isdisjoint(second.assignment())
-        await asyncio.to_thread(until, lambda: len(first.records) >= 5, "records")
+        await asyncio.to_thread(wait_for, lambda: len(first.records) >= 5, 20, "records")
         record = first.records[0]
         assert record.value == f"{TOPIC}/{record.partition}/{record.offset}".encode()
         assert record.key == f"{record.partition}:{record.offset}".encode()
@@ -57,7 +48,7 @@ async def test_two_kafka_python_consumers_share_read_commit_and_one_leaves(
         assert {p: view[(TOPIC, p)].offset for _, p in mine} == {p: 2 + p for _, p in mine}
 
         await asyncio.to_thread(second.close)
-        await asyncio.to_thread(until, lambda: len(first.assignment()) == 4, "the leave")
+        await asyncio.to_thread(wait_for, lambda: len(first.assignment()) == 4, 20, "the leave")
     finally:
         await asyncio.to_thread(first.close)
         await asyncio.to_thread(second.close)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 
 import pytest
 from aiokafka import AIOKafkaConsumer
@@ -19,21 +18,13 @@ from webapp.simulation.consumer import ConsumerSpec
 from webapp.simulation.manager import Simulation
 from webapp.transports.kafka.listener import KafkaListener
 
-from .clients import Member, Polling
+from .clients import Member, Polling, until
 from .conftest import bootstrap
 
 pytestmark = pytest.mark.asyncio
 
 GROUP = "mixed"
 TOPIC = "orders"
-
-
-async def until(condition: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        await asyncio.sleep(0.1)
 
 
 async def test_librdkafka_kafka_python_aiokafka_and_a_simulated_consumer_share_one_group(
@@ -97,10 +88,12 @@ async def test_librdkafka_kafka_python_aiokafka_and_a_simulated_consumer_share_o
                 {(tp.topic, tp.partition) for tp in aio.assignment()} == owners["aiokafka-member"]
             ),
             "aiokafka's own view",
+            timeout_s=30,
         )
         await until(
             lambda: kafka_python.assignment() == owners["kafka-python-member"],
             "kafka-python's own view",
+            timeout_s=30,
         )
     finally:
         await aio.stop()
