@@ -266,8 +266,8 @@ def rebalance_events(history: DataFrame) -> DataFrame:
 
 def with_event_context(events: DataFrame) -> DataFrame:
     """What each event knows of the group's events up to it, in one pass over windows that
-    share ``_in_group``: ``is_start``; ``rebalance`` (seq, at_ms, from_state of the last start
-    at or before it, null before the group's first) and ``rebalance_id`` (its seq); ``state``,
+    share ``_in_group``: ``is_start``; ``rebalance_id``: the seq of the last start at or before
+    it, null before the group's first; ``state``,
     ``state_seq`` and ``state_from``: the last state change at or before it; ``prev_change``
     (seq, at_ms, to_state): the last state change before it; ``previous_generation``
     (seq, generation_id, protocol_name, members) and ``previous_assignment_seq`` before it;
@@ -287,7 +287,7 @@ def with_event_context(events: DataFrame) -> DataFrame:
     generation = F.struct("seq", "generation_id", "protocol_name", "members")
     last_change = _last(changed, F.struct("seq", "to_state", "from_state"), _so_far())
     rebalancing = (PREPARING, COMPLETING)
-    in_rebalance = F.col("rebalance").isNotNull() & (
+    in_rebalance = F.col("rebalance_id").isNotNull() & (
         F.col("state").isin(*rebalancing)
         | (F.col("state").isin(STABLE, EMPTY, DEAD) & F.col("state_from").isin(*rebalancing))
     )
@@ -295,7 +295,7 @@ def with_event_context(events: DataFrame) -> DataFrame:
         events.withColumns(
             {
                 "is_start": F.coalesce(start, F.lit(False)),
-                "rebalance": _last(start, F.struct("seq", "at_ms", "from_state"), _so_far()),
+                "rebalance_id": _last(start, F.col("seq"), _so_far()),
                 "_last_change": last_change,
                 "prev_change": _last(changed, F.struct("seq", "at_ms", "to_state"), _before()),
                 "previous_generation": _last(_is("GenerationStarted"), generation, _before()),
@@ -307,7 +307,6 @@ def with_event_context(events: DataFrame) -> DataFrame:
         )
         .withColumns(
             {
-                "rebalance_id": F.col("rebalance.seq"),
                 "state_seq": F.col("_last_change.seq"),
                 "state": F.col("_last_change.to_state"),
                 "state_from": F.col("_last_change.from_state"),
