@@ -11,19 +11,34 @@ api_key (int16), api_version (int16), correlation_id (int32), client_id (nullabl
 then, in flexible versions, tagged fields. A response is the correlation id (and, in flexible
 versions, an empty tag section) then the body; ApiVersions always answers with header v0,
 which kio models as that API's response header schema.
+
+Tagged fields a schema does not declare are skipped, as Kafka's generated readers skip them
+(KIP-482: a newer client may add tags an older broker has never heard of). kio refuses them, so
+a request it refuses for that reason is copied without them (``_known_tags_only``) and decoded
+again; the copy is made only then, never on the common path.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from kio._kio_native import get_field_reader
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
+from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag
+from kio.serial._introspect import is_optional as is_nullable
 from kio.serial.errors import SerialError
+from kio.serial.readers import (
+    read_compact_array_length,
+    read_legacy_array_length,
+    read_unsigned_varint,
+)
+from kio.serial.writers import write_unsigned_varint
 
 __all__ = [
     "MAX_FRAME_BYTES",
@@ -87,9 +102,84 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
 
 
 @cache
-def _request_reader(api_key: int, api_version: int) -> tuple[Any, Any]:
+def _request_schemas(api_key: int, api_version: int) -> tuple[Any, Any]:
     schema = load_request_schema(api_key, api_version)
-    return entity_reader(schema.__header_schema__), entity_reader(schema)
+    return schema.__header_schema__, schema
+
+
+@cache
+def _request_reader(api_key: int, api_version: int) -> tuple[Any, Any]:
+    header, body = _request_schemas(api_key, api_version)
+    return entity_reader(header), entity_reader(body)
+
+
+_NULL_ENTITY = 0xFF  # KIP-893's int8 -1 before a nullable struct that is null
+
+
+def _known_tags_only(entity: Any, data: bytes, offset: int, out: io.BytesIO) -> int:
+    """Copy the ``entity``-typed value at ``data[offset:]`` into ``out`` without the tagged
+    fields its schema does not declare, at any depth; the offset just after the value.
+
+    The walk follows kio's own reading of each field: kio's field readers give each primitive
+    field's size, structs and arrays of structs are walked, and each tag section keeps only
+    the tags the schema knows (their bytes as they came)."""
+    flexible = entity.__flexible__
+    header = entity.__name__ == "RequestHeader"  # its client_id is a legacy string
+    known: set[int] = set()
+    for field in dataclasses.fields(entity):
+        tag = get_field_tag(field)
+        if tag is not None:
+            known.add(tag)
+            continue
+        kind = classify_field(field)
+        if isinstance(kind, EntityField):
+            if is_nullable(field):
+                out.write(data[offset : offset + 1])
+                offset += 1
+                if data[offset - 1] == _NULL_ENTITY:
+                    continue
+            offset = _known_tags_only(kind.type_, data, offset, out)
+        elif isinstance(kind, EntityTupleField):
+            read_length = read_compact_array_length if flexible else read_legacy_array_length
+            count, size = read_length(data, offset)
+            out.write(data[offset : offset + size])
+            offset += size
+            for _ in range(max(count or 0, 0)):
+                offset = _known_tags_only(kind.type_, data, offset, out)
+        else:
+            _, size = get_field_reader(entity, field, header, False)(data, offset)
+            out.write(data[offset : offset + size])
+            offset += size
+    if not flexible:
+        return offset
+    count, size = read_unsigned_varint(data, offset)
+    offset += size
+    kept = io.BytesIO()
+    kept_count = 0
+    for _ in range(count):
+        start = offset
+        tag, size = read_unsigned_varint(data, offset)
+        offset += size
+        length, size = read_unsigned_varint(data, offset)
+        offset += size + length
+        if offset > len(data):
+            raise SerialError(f"tagged field {tag} runs past the end of the frame")
+        if tag in known:
+            kept.write(data[start:offset])
+            kept_count += 1
+    write_unsigned_varint(out, kept_count)
+    out.write(kept.getvalue())
+    return offset
+
+
+def _without_unknown_tags(frame: bytes, api_key: int, api_version: int) -> bytes:
+    """The request ``frame`` without the tagged fields its schemas do not declare."""
+    header, body = _request_schemas(api_key, api_version)
+    out = io.BytesIO()
+    offset = _known_tags_only(header, frame, 0, out)
+    offset = _known_tags_only(body, frame, offset, out)
+    out.write(frame[offset:])  # anything after the body is refused by the decode that follows
+    return out.getvalue()
 
 
 @cache
@@ -116,11 +206,15 @@ def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Reque
         )
     read_header, read_body = _request_reader(api_key, api_version)
     try:
-        header, used = read_header(frame, 0)
-        body, body_size = read_body(frame, used)
+        try:
+            header, used = read_header(frame, 0)
+            body, body_size = read_body(frame, used)
+        except KeyError:  # kio's refusal of a tagged field it does not know
+            frame = _without_unknown_tags(frame, api_key, api_version)
+            header, used = read_header(frame, 0)
+            body, body_size = read_body(frame, used)
     except (SerialError, KeyError, ValueError, IndexError, OverflowError) as exc:
-        # kio raises SerialError for bytes that run out or do not decode, KeyError for a
-        # tagged field it does not know.
+        # kio raises SerialError for bytes that run out or do not decode.
         raise BadFrame(
             f"API {api_key} v{api_version} request does not decode: {type(exc).__name__}: {exc}"
         ) from exc

@@ -243,3 +243,69 @@ async def test_a_produce_with_a_corrupt_batch_is_refused_and_stores_nothing(
     assert corrupt.error_message == "a batch length of 0 does not fit the 70 bytes"
     spec = kafka.runtime.topics.get("payments")
     assert spec is not None and spec.log_end_offset(0, kafka.runtime.now_ms()) == 0
+
+
+def with_tags(encoded: bytes, tags: dict[int, bytes]) -> bytes:
+    """An empty tag section (``encoded``'s last byte, 0) replaced by ``tags``, as a newer
+    client would send fields this listener has never heard of (tags and sizes under 128)."""
+    assert encoded[-1] == 0
+    section = bytes([len(tags)])
+    for tag, value in sorted(tags.items()):
+        section += bytes([tag, len(value)]) + value
+    return encoded[:-1] + section
+
+
+async def test_tagged_fields_the_listener_does_not_know_are_skipped_as_kafka_skips_them(
+    kafka: KafkaListener,
+) -> None:
+    import io
+
+    from kio.schema.offset_commit.v8.request import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+    )
+    from kio.schema.offset_commit.v8.response import OffsetCommitResponse
+    from kio.schema.request_header.v2.header import RequestHeader
+    from kio.serial import entity_reader, entity_writer
+
+    await kafka.runtime.create_topic("tagged", 1)
+
+    def encode(entity: object) -> bytes:
+        buffer = io.BytesIO()
+        entity_writer(type(entity))(buffer, entity)
+        return buffer.getvalue()
+
+    partition = OffsetCommitRequestPartition(
+        partition_index=0, committed_offset=41, committed_leader_epoch=-1, committed_metadata="m"
+    )
+    # Unknown tags in the header, in a partition (nested two levels down) and in the body.
+    partition_bytes = with_tags(encode(partition), {7: b"new"})
+    body = encode(
+        OffsetCommitRequest(
+            group_id="tagged-group",
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=(OffsetCommitRequestTopic(name="tagged", partitions=(partition,)),),
+        )
+    )
+    body = with_tags(body.replace(encode(partition), partition_bytes), {3: b"\x01", 90: b""})
+    header = with_tags(
+        encode(
+            RequestHeader(
+                request_api_key=8, request_api_version=8, correlation_id=11, client_id="future"
+            )
+        ),
+        {5: b"xyz"},
+    )
+    reader, writer = await asyncio.open_connection("127.0.0.1", kafka.port)
+    writer.write(frame(header + body))
+    reply = await read_response(reader)
+    writer.close()
+    assert struct.unpack(">i", reply[:4])[0] == 11
+    answer, _ = entity_reader(OffsetCommitResponse)(reply, 5)  # id, empty header tags
+    assert [p.error_code for t in answer.topics for p in t.partitions] == [0]
+    committed = kafka.runtime.committed_offsets("tagged-group")
+    assert committed[("tagged", 0)].offset == 41
+    assert committed[("tagged", 0)].metadata == "m"
