@@ -100,6 +100,14 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     OFFSET_DELETE: (0, 0),
 }
 
+#: APIs whose answer may wait (a JoinGroup parked until the rebalance completes, a SyncGroup
+#: until the leader's, a long-poll Fetch): answers ready before one are sent first.
+MAY_WAIT = frozenset({JOIN_GROUP, SYNC_GROUP, FETCH})
+
+#: APIs whose answers come back the same again and again (a Heartbeat's, an OffsetCommit's of
+#: the same partitions), so the codec remembers their encoding.
+REPEATED_ANSWERS = frozenset({HEARTBEAT, OFFSET_COMMIT})
+
 CLUSTER_ID = "rebalance-lab"
 #: How often a waiting Fetch looks again for records (a simulated log grows with time).
 FETCH_POLL_S = 0.05
@@ -150,8 +158,19 @@ def _make(cls: type, **values: Any) -> Any:
     return cls(**{name: value for name, value in values.items() if name in known})
 
 
+@cache
+def _response_schema_of(api_key: int, api_version: int) -> type:
+    return typing.cast(type, load_response_schema(api_key, api_version))
+
+
+def _response_schema(request: Request) -> type:
+    """kio's response class for ``request``'s API and version (kio resolves it by name on
+    every call; this remembers it)."""
+    return _response_schema_of(request.api_key, request.api_version)
+
+
 def _response(request: Request, **values: Any) -> Any:
-    return _make(load_response_schema(request.api_key, request.api_version), **values)
+    return _make(_response_schema(request), **values)
 
 
 def _ms(value: datetime.timedelta | int) -> int:
@@ -164,7 +183,7 @@ def _ms(value: datetime.timedelta | int) -> int:
 
 
 async def _api_versions(context: Context, request: Request) -> Any:
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     api_version = _item_type(schema, "api_keys")
     keys = tuple(
         _make(api_version, api_key=key, min_version=low, max_version=high)
@@ -180,7 +199,7 @@ async def _metadata(context: Context, request: Request) -> Any:
     answer = context.runtime.metadata(
         MetadataRequest(topics=None if names is None else tuple(t.name for t in names))
     )
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     broker_type = _item_type(schema, "brokers")
     topic_type = _item_type(schema, "topics")
     partition_type = _item_type(topic_type, "partitions")
@@ -258,7 +277,7 @@ async def _join_group(context: Context, request: Request) -> Any:
         ),
         via="kafka",
     )
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     member_type = _item_type(schema, "members")
     nullable_name = request.api_version >= 7
     return _make(
@@ -338,7 +357,7 @@ async def _leave_group(context: Context, request: Request) -> Any:
     answer = await context.runtime.submit(
         LeaveGroupRequest(group_id=body.group_id, members=members)
     )
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     error = answer.error_code
     if request.api_version < 3 and error == 0 and answer.members:
         # One member per request before v3: its own result is the answer.
@@ -414,7 +433,7 @@ async def _offset_commit(context: Context, request: Request) -> Any:
             ),
         )
     )
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     return _make(
         schema, throttle_time=_NO_THROTTLE, topics=_partition_results(schema, answer.partitions)
     )
@@ -434,7 +453,7 @@ async def _offset_fetch(context: Context, request: Request) -> Any:
     answer = await context.runtime.submit(
         OffsetFetchRequest(group_id=body.group_id, partitions=partitions)
     )
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     topic_type = _item_type(schema, "topics")
     partition_type = _item_type(topic_type, "partitions")
     error = answer.error_code
@@ -472,7 +491,7 @@ async def _describe_groups(context: Context, request: Request) -> Any:
     answer = await context.runtime.submit(
         DescribeGroupsRequest(group_ids=tuple(request.body.groups))
     )
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     group_type = _item_type(schema, "groups")
     member_type = _item_type(group_type, "members")
     groups = tuple(
@@ -505,7 +524,7 @@ async def _describe_groups(context: Context, request: Request) -> Any:
 async def _list_groups(context: Context, request: Request) -> Any:
     states = tuple(getattr(request.body, "states_filter", ()))
     answer = await context.runtime.submit(ListGroupsRequest(states_filter=states))
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     listed_type = _item_type(schema, "groups")
     return _make(
         schema,
@@ -527,7 +546,7 @@ async def _delete_groups(context: Context, request: Request) -> Any:
     answer = await context.runtime.submit(
         DeleteGroupsRequest(group_ids=tuple(request.body.groups_names))
     )
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     result_type = _item_type(schema, "results")
     return _make(
         schema,
@@ -551,7 +570,7 @@ async def _offset_delete(context: Context, request: Request) -> Any:
             ),
         )
     )
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     return _make(
         schema,
         throttle_time=_NO_THROTTLE,
@@ -576,7 +595,7 @@ def _offset_for_timestamp(spec: TopicSpec, partition: int, timestamp: int, now_m
 
 async def _list_offsets(context: Context, request: Request) -> Any:
     now_ms = context.runtime.now_ms()
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     topic_type = _item_type(schema, "topics")
     partition_type = _item_type(topic_type, "partitions")
 
@@ -639,7 +658,7 @@ async def _fetch(context: Context, request: Request) -> Any:
     until one of them has a record or ``max_wait`` has passed, as Kafka's purgatory does."""
     body = request.body
     deadline = time.monotonic() + _ms(body.max_wait) / 1000
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     topic_type = _item_type(schema, "responses")
     partition_type = _item_type(topic_type, "partitions")
     while True:
@@ -685,7 +704,7 @@ async def _produce(context: Context, request: Request) -> Any:
     """Each partition's batches take offsets from its log-end offset on and are stored before
     the answer (``store``); acks=0 gets no answer, as in Kafka."""
     body = request.body
-    schema = load_response_schema(request.api_key, request.api_version)
+    schema = _response_schema(request)
     topic_type = _item_type(schema, "responses")
     partition_type = _item_type(topic_type, "partition_responses")
     if body.transactional_id is not None:

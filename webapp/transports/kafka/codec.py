@@ -24,7 +24,7 @@ import dataclasses
 import io
 import struct
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from kio._kio_native import get_field_reader
@@ -56,6 +56,9 @@ MAX_FRAME_BYTES = 100 * 1024 * 1024
 
 _SIZE = struct.Struct(">i")
 _HEADER_START = struct.Struct(">hhi")
+#: A response's size prefix and header: the correlation id, and in v1 an empty tag section.
+_RESPONSE_HEADER_V0 = struct.Struct(">ii")
+_RESPONSE_HEADER_V1 = struct.Struct(">iiB")
 
 
 class BadFrame(ValueError):
@@ -183,10 +186,22 @@ def _without_unknown_tags(frame: bytes, api_key: int, api_version: int) -> bytes
 
 
 @cache
-def _response_writer(api_key: int, api_version: int) -> tuple[Any, Any, Any]:
+def _response_writer(api_key: int, api_version: int) -> tuple[bool, Any]:
+    """Whether the response header has a tag section, and the body's writer."""
     schema = load_response_schema(api_key, api_version)
-    header = schema.__header_schema__
-    return header, entity_writer(header), entity_writer(schema)
+    return schema.__header_schema__.__flexible__, entity_writer(schema)
+
+
+def _encoded_body(api_key: int, api_version: int, body: Any) -> bytes:
+    _, write_body = _response_writer(api_key, api_version)
+    buffer = io.BytesIO()
+    write_body(buffer, body)
+    return buffer.getvalue()
+
+
+#: Bodies that come back again and again (every Heartbeat's, most OffsetCommits') are written
+#: once: kio's writer is plain Python and costs more than the rest of such a request.
+_remembered_body = lru_cache(maxsize=4096)(_encoded_body)
 
 
 def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Request:
@@ -226,18 +241,23 @@ def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Reque
     return Request(api_key, api_version, correlation_id, header.client_id, body)
 
 
-def encode_response(request: Request, body: Any) -> bytes:
-    """The size-prefixed response frame answering ``request`` with kio's ``body``."""
-    return encode_response_as(request.api_key, request.api_version, request.correlation_id, body)
+def encode_response(request: Request, body: Any, *, repeated: bool = False) -> bytes:
+    """The size-prefixed response frame answering ``request`` with kio's ``body``;
+    ``repeated`` for a small body likely to be sent again (it is remembered)."""
+    return encode_response_as(
+        request.api_key, request.api_version, request.correlation_id, body, repeated=repeated
+    )
 
 
-def encode_response_as(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
+def encode_response_as(
+    api_key: int, api_version: int, correlation_id: int, body: Any, *, repeated: bool = False
+) -> bytes:
     """A size-prefixed response frame of API ``api_key`` version ``api_version``."""
-    header_schema, write_header, write_body = _response_writer(api_key, api_version)
-    buffer = io.BytesIO()
-    buffer.write(b"\x00\x00\x00\x00")
-    write_header(buffer, header_schema(correlation_id=correlation_id))
-    write_body(buffer, body)
-    frame = buffer.getbuffer()
-    _SIZE.pack_into(frame, 0, len(frame) - _SIZE.size)
-    return bytes(frame)
+    flexible_header, _ = _response_writer(api_key, api_version)
+    encoded = (_remembered_body if repeated else _encoded_body)(api_key, api_version, body)
+    # The header: the correlation id, then (flexible versions) an empty tag section.
+    if flexible_header:
+        size = _RESPONSE_HEADER_V1.size - _SIZE.size + len(encoded)
+        return _RESPONSE_HEADER_V1.pack(size, correlation_id, 0) + encoded
+    size = _RESPONSE_HEADER_V0.size - _SIZE.size + len(encoded)
+    return _RESPONSE_HEADER_V0.pack(size, correlation_id) + encoded

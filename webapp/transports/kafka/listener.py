@@ -7,7 +7,8 @@ Kafka's broker answers one connection's requests one at a time, in order: it sto
 connection while a request of it is in flight (``SocketServer`` mutes the channel). This
 listener does the same, so a JoinGroup parked until the rebalance completes holds up only its
 own connection; every other connection is served by its own task. Clients know this and keep a
-separate connection to the coordinator for the group's requests.
+separate connection to the coordinator for the group's requests. The requests a client
+pipelined arrive together; their answers leave together, in one write (``_answer``).
 
 What cannot be served closes the connection with one log line naming the client and the
 problem, never the listener: a size prefix under 8 bytes or over ``MAX_FRAME_BYTES`` (checked
@@ -38,6 +39,9 @@ from .store import DEFAULT_RETENTION_MS, RecordStore
 __all__ = ["KafkaListener"]
 
 logger = logging.getLogger(__name__)
+
+#: How much one read takes from a connection; the frames in it are answered together.
+_READ_CHUNK = 256 * 1024
 
 
 def _unsupported_api_versions(correlation_id: int) -> bytes:
@@ -112,14 +116,8 @@ class KafkaListener:
             store=self.store,
         )
         try:
-            while True:
-                reply = await self._one_request(reader, context, client)
-                if reply is None:
-                    break
-                if reply:  # b"": a request Kafka does not answer (Produce, acks=0)
-                    writer.write(reply)
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
+            await self._answer(reader, writer, context, client)
+        except ConnectionError:
             pass  # the client went away; nothing of the group depends on this socket
         except asyncio.CancelledError:
             # stop(): the connection task ends here, quietly (asyncio's server would log a
@@ -131,34 +129,79 @@ class KafkaListener:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _one_request(
-        self, reader: asyncio.StreamReader, context: apis.Context, client: str
+    async def _answer(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        context: apis.Context,
+        client: str,
+    ) -> None:
+        """Answer the connection's requests in order until it ends or must be closed.
+
+        What arrives is read in chunks and cut into frames here. The answers to the requests
+        of one chunk go out in one write (a client that pipelines, as librdkafka does, costs
+        one send per chunk rather than one per request), except that what is ready is written
+        before a request that may wait (a parked JoinGroup must not hold up the Heartbeat
+        answered before it), and before the connection is closed."""
+        buffer = bytearray()
+        replies: list[bytes] = []
+        while True:
+            chunk = await reader.read(_READ_CHUNK)
+            if not chunk:
+                if buffer:
+                    logger.info(
+                        "Kafka client %s: closed in the middle of a frame (%d bytes)",
+                        client,
+                        len(buffer),
+                    )
+                return
+            buffer += chunk
+            start = 0
+            while len(buffer) - start >= 4:
+                try:
+                    size = codec.frame_size(bytes(buffer[start : start + 4]))
+                except codec.BadFrame as bad:
+                    logger.warning("Kafka client %s: %s; closing the connection", client, bad)
+                    writer.write(b"".join(replies))
+                    return
+                if len(buffer) - start - 4 < size:
+                    break
+                frame = bytes(buffer[start + 4 : start + 4 + size])
+                start += 4 + size
+                try:
+                    request = codec.decode_request(frame, apis.SUPPORTED)
+                except codec.UnsupportedRequest as unsupported:
+                    if unsupported.api_key == apis.API_VERSIONS:
+                        replies.append(_unsupported_api_versions(unsupported.correlation_id))
+                        continue
+                    logger.warning(
+                        "Kafka client %s: %s; closing the connection", client, unsupported
+                    )
+                    writer.write(b"".join(replies))
+                    return
+                except codec.BadFrame as bad:
+                    logger.warning("Kafka client %s: %s; closing the connection", client, bad)
+                    writer.write(b"".join(replies))
+                    return
+                if replies and request.api_key in apis.MAY_WAIT:
+                    writer.write(b"".join(replies))
+                    replies.clear()
+                reply = await self._reply(request, context, client)
+                if reply is None:
+                    writer.write(b"".join(replies))
+                    return
+                if reply:  # b"": a request Kafka does not answer (Produce, acks=0)
+                    replies.append(reply)
+            del buffer[:start]
+            if replies:
+                writer.write(b"".join(replies))
+                replies.clear()
+                await writer.drain()
+
+    async def _reply(
+        self, request: codec.Request, context: apis.Context, client: str
     ) -> bytes | None:
-        """The reply to the connection's next request; None to close the connection."""
-        prefix = await reader.read(4)
-        if not prefix:
-            return None  # a clean close between requests
-        try:
-            if len(prefix) < 4:
-                prefix += await reader.readexactly(4 - len(prefix))
-            frame = await reader.readexactly(codec.frame_size(prefix))
-            request = codec.decode_request(frame, apis.SUPPORTED)
-        except codec.UnsupportedRequest as unsupported:
-            if unsupported.api_key == apis.API_VERSIONS:
-                return _unsupported_api_versions(unsupported.correlation_id)
-            logger.warning("Kafka client %s: %s; closing the connection", client, unsupported)
-            return None
-        except codec.BadFrame as bad:
-            logger.warning("Kafka client %s: %s; closing the connection", client, bad)
-            return None
-        except asyncio.IncompleteReadError as short:
-            logger.info(
-                "Kafka client %s: closed in the middle of a frame (%d bytes of %s)",
-                client,
-                len(short.partial),
-                short.expected,
-            )
-            return None
+        """The encoded answer to ``request``; b"" for none; None to close the connection."""
         try:
             body = await apis.handle(context, request)
         except RuntimeNotReady as exc:
@@ -174,4 +217,6 @@ class KafkaListener:
             return None
         if body is apis.NO_RESPONSE:
             return b""
-        return codec.encode_response(request, body)
+        return codec.encode_response(
+            request, body, repeated=request.api_key in apis.REPEATED_ANSWERS
+        )

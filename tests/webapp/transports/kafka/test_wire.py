@@ -181,6 +181,39 @@ async def test_a_client_gone_during_a_parked_join_leaves_its_member_and_the_list
     first.close()
 
 
+async def test_pipelined_requests_are_answered_in_order(kafka: KafkaListener) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", kafka.port)
+    writer.write(b"".join(api_versions_v0(correlation_id) for correlation_id in range(50)))
+    answered = [struct.unpack(">i", (await read_response(reader))[:4])[0] for _ in range(50)]
+    writer.close()
+    assert answered == list(range(50))
+
+
+async def test_answers_before_a_parked_join_are_not_held_up_by_it(kafka: KafkaListener) -> None:
+    # A is a member; B's JoinGroup will park until A rejoins.
+    reader_a, first = await asyncio.open_connection("127.0.0.1", kafka.port)
+    first.write(join_group(""))
+    member_a = join_answer(await read_response(reader_a)).member_id
+    first.write(join_group(member_a))
+    await read_response(reader_a)
+    reader_b, second = await asyncio.open_connection("127.0.0.1", kafka.port)
+    second.write(join_group(""))
+    member_b = join_answer(await read_response(reader_b)).member_id
+    # B pipelines an ApiVersions and its parking JoinGroup in one write: the ApiVersions is
+    # answered at once, the JoinGroup when A rejoins.
+    second.write(api_versions_v0(correlation_id=77) + join_group(member_b))
+    early = await read_response(reader_b)
+    assert struct.unpack(">i", early[:4])[0] == 77
+    parked = asyncio.ensure_future(read_response(reader_b))
+    await asyncio.sleep(0.2)
+    assert not parked.done()
+    first.write(join_group(member_a))
+    assert join_answer(await parked).error_code == 0
+    assert join_answer(await read_response(reader_a)).error_code == 0
+    first.close()
+    second.close()
+
+
 async def test_a_client_gone_during_a_long_poll_fetch_costs_nothing_else(
     kafka: KafkaListener, caplog: pytest.LogCaptureFixture
 ) -> None:
