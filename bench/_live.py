@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,14 @@ def raise_open_files_limit() -> int:
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The value below which ``fraction`` of ``values`` lie (0 for none)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def process_cpu_s(pid: int) -> float:
@@ -185,8 +194,29 @@ class LabServer:
         profile = self.get("/healthz")["engine_profile"]
         return float(profile["handle_s"] + profile["advance_s"])
 
+    def gc_s(self) -> tuple[int, float]:
+        """The server's garbage collections so far, and the seconds they stopped it for."""
+        profile = self.get("/healthz")["engine_profile"]
+        return int(profile["gc_collections"]), float(profile["gc_s"])
+
     def cpu_s(self) -> float:
         return process_cpu_s(self.pid)
+
+    def removals(self, group_ids: Iterable[str]) -> Counter[str]:
+        """MemberRemoved events of these groups in the server's event history, by reason
+        (a false session expiry is one with reason ``session_timeout``)."""
+        reasons: Counter[str] = Counter()
+        for group_id in group_ids:
+            after = 0
+            while True:
+                page = self.get(f"/api/groups/{group_id}/events?after={after}&limit=10000")
+                for event in page["events"]:
+                    if event["type"] == "MemberRemoved":
+                        reasons[event["reason"]] += 1
+                if not page["events"]:
+                    break
+                after = page["last_seq"]
+        return reasons
 
     def rss_mb(self) -> float:
         return process_rss_mb(self.pid)

