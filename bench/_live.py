@@ -63,6 +63,17 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+def heartbeat_figures(samples: list[float], seconds: float) -> dict[str, float]:
+    """Heartbeats answered per second over ``seconds``, and their round trips' p50, p99 and
+    max in milliseconds (``samples`` in seconds)."""
+    return {
+        "heartbeats_per_s": len(samples) / seconds,
+        "heartbeat_p50_ms": 1000 * percentile(samples, 0.5),
+        "heartbeat_p99_ms": 1000 * percentile(samples, 0.99),
+        "heartbeat_max_ms": 1000 * max(samples, default=0.0),
+    }
+
+
 def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
