@@ -38,6 +38,7 @@ from typing import Any, overload
 
 from .config import CoordinatorConfig
 from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
+from .context import CoordinatorContext
 from .errors import (
     CoordinatorError,
     CoordinatorNotAvailableError,
@@ -45,9 +46,7 @@ from .errors import (
     FencedInstanceIdError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
-    InvalidGroupIdError,
     InvalidSessionTimeoutError,
-    NotCoordinatorError,
     ReplayError,
     UnknownMemberIdError,
     error_code_of,
@@ -68,8 +67,7 @@ from .events import (
     StaticMemberReplaced,
 )
 from .group import ClassicGroup, GroupView, Member
-from .hashing import partition_for
-from .log import LogAppendError, MemoryLog, RecordLog
+from .log import MemoryLog, RecordLog
 from .records import (
     CorruptRecordError,
     GroupMetadataKey,
@@ -122,7 +120,6 @@ from .responses import (
     SyncGroupResponse,
 )
 from .state import CAN_REBALANCE, GroupState, check_transition
-from .timers import TimerQueue
 
 Empty = GroupState.EMPTY
 PreparingRebalance = GroupState.PREPARING_REBALANCE
@@ -137,7 +134,6 @@ ADMIN_REMOVAL_REASONS = ("member was removed by an admin", "removed by admin")
 _HEARTBEAT_REPLIES = {code: Reply.of(HeartbeatResponse(error_code=code)) for code in Errors}
 
 Protocols = tuple[tuple[str, bytes], ...]
-TimerKey = tuple[Any, ...]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -179,23 +175,17 @@ class GroupCoordinator:
     ) -> None:
         self.config = config if config is not None else CoordinatorConfig()
         self.log: RecordLog = log if log is not None else MemoryLog()
-        self._groups: dict[str, ClassicGroup] = {}
-        self._timers: TimerQueue[TimerKey] = TimerQueue()
-        self._listeners: list[Callable[[GroupEvent], None]] = []
-        self._completions: list[tuple[Reply[Any], Any]] = []
-        self._events: list[GroupEvent] = []
-        self._draining = False
+        ctx = self._ctx = CoordinatorContext(self.config, self.log)
+        # The shared pieces the handlers use on every request, bound once.
+        self._groups = ctx.groups
+        self._timers = ctx.timers
+        self._listeners = ctx.listeners
+        self._owns = ctx.owns
+        self._emit = ctx.emit
+        self._complete = ctx.complete
+        self._append = ctx.append
+        self._validate_group = ctx.validate_group
         self._member_seq = 0
-        owned = self.config.owned_partitions
-        num_partitions = self.config.offsets_topic_num_partitions
-        self._owns: Callable[[str], bool] | None = None
-        if owned is not None:
-
-            @lru_cache(maxsize=65536)
-            def owns(group_id: str) -> bool:
-                return partition_for(group_id, num_partitions) in owned
-
-            self._owns = owns
         self._handlers: dict[type, Callable[[Any, int], Reply[Any]]] = {
             JoinGroupRequest: self._join_group,
             SyncGroupRequest: self._sync_group,
@@ -249,14 +239,15 @@ class GroupCoordinator:
         # last member left): fire it now, so that no due timer outlives the call.
         if self._timers.may_be_due(now_ms):
             self._fire_due(now_ms)
-        if self._completions or self._events:
-            self._drain()
+        ctx = self._ctx
+        if ctx.completions or ctx.events:
+            ctx.drain()
         return reply
 
     def advance(self, now_ms: int) -> None:
         """Fire every timer whose deadline is ≤ now_ms, in deadline order."""
         self._fire_due(now_ms)
-        self._drain()
+        self._ctx.drain()
 
     def next_deadline_ms(self) -> int | None:
         """When the coordinator next needs `advance`, or None when no timer is armed."""
@@ -307,7 +298,7 @@ class GroupCoordinator:
         else:
             self._prepare_rebalance(group, now_ms, reason)
             code = NONE
-        self._drain()
+        self._ctx.drain()
         return code
 
     def cleanup(self, now_ms: int) -> CleanupResult:
@@ -325,54 +316,10 @@ class GroupCoordinator:
             if removed >= 0:  # else the log refused: nothing changed, the next pass retries
                 offsets_removed += removed
                 groups_removed += dead
-        self._drain()
+        self._ctx.drain()
         return CleanupResult(offsets_removed=offsets_removed, groups_removed=groups_removed)
 
     # ---------------------------------------------------------------- plumbing
-
-    def _drain(self) -> None:
-        """Release completed replies, then events, until neither is left."""
-        if self._draining:
-            return
-        self._draining = True
-        try:
-            while self._completions or self._events:
-                while self._completions:
-                    batch, self._completions = self._completions, []
-                    for reply, response in batch:
-                        reply.complete(response)
-                if self._events:
-                    events, self._events = self._events, []
-                    for event in events:
-                        for listener in tuple(self._listeners):
-                            listener(event)
-        finally:
-            self._draining = False
-
-    def _complete(self, reply: Reply[Any], response: Any) -> None:
-        self._completions.append((reply, response))
-
-    def _emit(self, event: GroupEvent) -> None:
-        if self._listeners:
-            self._events.append(event)
-
-    def _append(self, records: Sequence[tuple[bytes, bytes | None]]) -> bool:
-        """Append durably; False if the log refused (nothing was written, nothing changes)."""
-        try:
-            self.log.append(records)
-        except LogAppendError:
-            return False
-        return True
-
-    def _raise_if_not_coordinator(self, group_id: str) -> None:
-        if self._owns is not None and not self._owns(group_id):
-            raise NotCoordinatorError(group_id)
-
-    def _validate_group(self, group_id: str, *, allow_empty_id: bool) -> None:
-        """Kafka's `validateGroupStatus`: Offset* and Describe/Delete accept the empty id."""
-        if not allow_empty_id and group_id == "":
-            raise InvalidGroupIdError("the group id is empty")
-        self._raise_if_not_coordinator(group_id)
 
     @staticmethod
     def _validate_current_member(
@@ -1849,7 +1796,7 @@ class GroupCoordinator:
                     now,
                     f"Freshly-loaded group is over capacity ({self.config.group_max_size})",
                 )
-        self._events.clear()
+        self._ctx.events.clear()
 
     def _load_group(self, group_id: str, value: GroupMetadataValue | None, now: int) -> None:
         """Apply a group metadata record at load: the group as stored (Stable with members,

@@ -1,0 +1,133 @@
+"""What the group managers share: the plumbing of Kafka's `GroupCoordinatorShard`.
+
+In Kafka's group-coordinator module a `GroupCoordinatorShard` owns one `__consumer_offsets`
+partition and hands its requests to a `GroupMetadataManager` (the groups) and an
+`OffsetMetadataManager` (the offsets). Both return their records and responses to the
+`CoordinatorRuntime`, which appends the records and only then completes the responses, and the
+shard's timer drives the group manager's timeouts. `CoordinatorContext` is that common ground
+here, one object every manager is given at construction:
+
+- `config`, the `RecordLog` (`append`: durable or refused, nothing in between) and which groups
+  this coordinator owns (`owns`, `validate_group`);
+- the `TimerQueue` the handlers arm their keyed timers in;
+- `groups`, every group this coordinator holds, keyed by id, one map for all group kinds as in
+  Kafka (today only classic groups);
+- the queues of completed replies and events of the current call, which `drain` releases
+  (replies first, then events) once the call's work is done.
+
+Today one `GroupCoordinator` uses it; the managers that will share it come next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from .config import CoordinatorConfig
+from .errors import InvalidGroupIdError, NotCoordinatorError
+from .events import GroupEvent
+from .group import ClassicGroup
+from .hashing import partition_for
+from .log import LogAppendError, RecordLog
+from .reply import Reply
+from .timers import TimerQueue
+
+#: The metadata of one group, whatever its kind (a union once a second kind exists).
+Group = ClassicGroup
+#: A timer's key: its first element names the timer's kind (and so its manager), the second
+#: its group.
+TimerKey = tuple[Any, ...]
+#: One record as appended to the log: Kafka's key and value bytes, a None value a tombstone.
+Record = tuple[bytes, bytes | None]
+#: A request handler: the request and the time, to a reply (done now or later).
+Handler = Callable[[Any, int], Reply[Any]]
+
+
+class CoordinatorContext:
+    """The state and plumbing the managers of one coordinator share."""
+
+    __slots__ = (
+        "completions",
+        "config",
+        "draining",
+        "events",
+        "groups",
+        "listeners",
+        "log",
+        "owns",
+        "timers",
+    )
+
+    def __init__(self, config: CoordinatorConfig, log: RecordLog) -> None:
+        self.config = config
+        self.log = log
+        self.groups: dict[str, Group] = {}
+        self.timers: TimerQueue[TimerKey] = TimerQueue()
+        self.listeners: list[Callable[[GroupEvent], None]] = []
+        self.completions: list[tuple[Reply[Any], Any]] = []
+        self.events: list[GroupEvent] = []
+        self.draining = False
+        #: None when this coordinator owns every partition, else whether it owns a group's.
+        self.owns: Callable[[str], bool] | None = None
+        owned = config.owned_partitions
+        num_partitions = config.offsets_topic_num_partitions
+        if owned is not None:
+
+            @lru_cache(maxsize=65536)
+            def owns(group_id: str) -> bool:
+                return partition_for(group_id, num_partitions) in owned
+
+            self.owns = owns
+
+    # -- writing --------------------------------------------------------------------------
+
+    def append(self, records: Sequence[Record]) -> bool:
+        """Append durably; False if the log refused (nothing was written, nothing changes)."""
+        try:
+            self.log.append(records)
+        except LogAppendError:
+            return False
+        return True
+
+    # -- replies and events ---------------------------------------------------------------
+
+    def complete(self, reply: Reply[Any], response: Any) -> None:
+        """Complete `reply` with `response` when the current call's work is done."""
+        self.completions.append((reply, response))
+
+    def emit(self, event: GroupEvent) -> None:
+        """Deliver `event` to the listeners when the current call's work is done."""
+        if self.listeners:
+            self.events.append(event)
+
+    def drain(self) -> None:
+        """Release completed replies, then events, until neither is left."""
+        if self.draining:
+            return
+        self.draining = True
+        try:
+            while self.completions or self.events:
+                while self.completions:
+                    batch, self.completions = self.completions, []
+                    for reply, response in batch:
+                        reply.complete(response)
+                if self.events:
+                    events, self.events = self.events, []
+                    for event in events:
+                        for listener in tuple(self.listeners):
+                            listener(event)
+        finally:
+            self.draining = False
+
+    # -- validation -----------------------------------------------------------------------
+
+    def raise_if_not_coordinator(self, group_id: str) -> None:
+        if self.owns is not None and not self.owns(group_id):
+            raise NotCoordinatorError(group_id)
+
+    def validate_group(self, group_id: str, *, allow_empty_id: bool) -> None:
+        """Kafka's `validateGroupStatus`: Offset* and Describe/Delete accept the empty id."""
+        if not allow_empty_id and group_id == "":
+            raise InvalidGroupIdError("the group id is empty")
+        self.raise_if_not_coordinator(group_id)
