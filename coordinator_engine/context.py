@@ -9,20 +9,22 @@ here, one object every manager is given at construction:
 
 - `config`, the `RecordLog` (`append`: durable or refused, nothing in between) and which groups
   this coordinator owns (`owns`, `validate_group`);
-- the `TimerQueue` the handlers arm their keyed timers in;
+- the `TimerQueue` every manager arms its keyed timers in (the façade fires them and hands each
+  due key to the manager that registered its first element);
 - `groups`, every group this coordinator holds, keyed by id, one map for all group kinds as in
   Kafka (today only classic groups);
 - the queues of completed replies and events of the current call, which `drain` releases
   (replies first, then events) once the call's work is done.
 
-Today one `GroupCoordinator` uses it; the managers that will share it come next.
+Managers reach each other only through this object and the `GroupKind` hooks below, never
+through each other's private state. See docs/engine.md, "Layout".
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from .config import CoordinatorConfig
 from .errors import InvalidGroupIdError, NotCoordinatorError
@@ -31,6 +33,7 @@ from .group import ClassicGroup
 from .hashing import partition_for
 from .log import LogAppendError, RecordLog
 from .reply import Reply
+from .requests import OffsetCommitRequest
 from .timers import TimerQueue
 
 #: The metadata of one group, whatever its kind (a union once a second kind exists).
@@ -131,3 +134,49 @@ class CoordinatorContext:
         if not allow_empty_id and group_id == "":
             raise InvalidGroupIdError("the group id is empty")
         self.raise_if_not_coordinator(group_id)
+
+
+class GroupKind(Protocol):
+    """What the offsets manager and the façade ask of the manager of a group's kind: the part
+    of Kafka's `Group` interface (`validateOffsetCommit`, `validateOffsetDelete`,
+    `isSubscribedToTopic`, `offsetExpirationCondition`, `isEmpty`,
+    `createGroupTombstoneRecords`) and of its `GroupMetadataManager`
+    (`getOrMaybeCreateClassicGroup`, group removal) that offsets depend on."""
+
+    def create_simple_group(self, group_id: str, now: int) -> Group:
+        """A new Empty group with no protocol, holding offsets only (Kafka's simple group)."""
+        ...
+
+    def is_simple(self, group: Group) -> bool:
+        """Whether the group has never had a stored generation or protocol: it exists only
+        because of its offsets."""
+        ...
+
+    def is_empty(self, group: Group) -> bool:
+        """Whether the group has no members (its offsets alone keep it alive)."""
+        ...
+
+    def validate_offset_commit(self, group: Group, req: OffsetCommitRequest, now: int) -> None:
+        """Raise the `CoordinatorError` that refuses this commit, if any; an accepted commit of
+        a member counts as a sign of life of that member."""
+        ...
+
+    def offset_delete_subscribed(self, group: Group, topics: Sequence[str]) -> set[str] | None:
+        """Of `topics`, those whose offsets OffsetDelete must keep (GROUP_SUBSCRIBED_TO_TOPIC);
+        None when no offset of the group may be deleted (NON_EMPTY_GROUP)."""
+        ...
+
+    def offset_expiration_condition(self, group: Group) -> tuple[int | None, frozenset[str]] | None:
+        """KIP-211: None when no offset of the group expires by retention now; else the time
+        the retention clock started (None: each offset's own commit time) and the topics
+        whose offsets are kept whatever their age."""
+        ...
+
+    def group_tombstones(self, group: Group) -> list[Record]:
+        """The records that delete the group's metadata (none if it never stored any)."""
+        ...
+
+    def remove_group(self, group: Group, now: int, reason: str, *, tombstoned: bool) -> None:
+        """Apply a deletion whose records (if any) are durable: the group goes Dead and is
+        dropped, with its timers."""
+        ...

@@ -14,10 +14,12 @@ metadata record (generation, protocol, leader, members, assignments), written at
 Kafka writes it (the leader's SyncGroup, a join phase that ends Empty, a static member replaced
 in a Stable group, deletion and expiry tombstones). Every such change is first encoded as
 records and appended to the `RecordLog`; only when `append` returned are the records applied
-and replies released. Offsets change *only* by applying records (the same function replays the
-log at start-up). Membership during a rebalance is soft state, as in Kafka: a coordinator
-rebuilt from the log sees each group as of its last stored record (Stable or Empty), re-arms
-every member's session timer, and members that keep heartbeating carry on.
+and replies released. Offsets are kept by the `OffsetsManager` (`offsets.py`, Kafka's
+`OffsetMetadataManager`), which asks this class, the manager of classic groups, what offsets
+depend on (the `GroupKind` hooks); they change *only* by applying records (the same function
+replays the log at start-up). Membership during a rebalance is soft state, as in Kafka: a
+coordinator rebuilt from the log sees each group as of its last stored record (Stable or Empty),
+re-arms every member's session timer, and members that keep heartbeating carry on.
 
 Per-state behaviour follows `kafka.coordinator.group.GroupCoordinator` (Kafka 3.x) handler by
 handler; each method names the Kafka method it mirrors. KIPs: 345 (static membership), 394
@@ -33,12 +35,11 @@ import hashlib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, overload
 
 from .config import CoordinatorConfig
 from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
-from .context import CoordinatorContext
+from .context import CoordinatorContext, Record
 from .errors import (
     CoordinatorError,
     CoordinatorNotAvailableError,
@@ -47,6 +48,7 @@ from .errors import (
     IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidSessionTimeoutError,
+    RebalanceInProgressError,
     ReplayError,
     UnknownMemberIdError,
     error_code_of,
@@ -58,8 +60,6 @@ from .events import (
     GroupRemoved,
     MemberJoined,
     MemberRemoved,
-    OffsetsCommitted,
-    OffsetsRemoved,
     PendingMemberAdded,
     PendingMemberRemoved,
     RemovalReason,
@@ -68,6 +68,7 @@ from .events import (
 )
 from .group import ClassicGroup, GroupView, Member
 from .log import MemoryLog, RecordLog
+from .offsets import OffsetsManager
 from .records import (
     CorruptRecordError,
     GroupMetadataKey,
@@ -81,8 +82,6 @@ from .records import (
     decode_offset_commit_value,
     group_metadata_record,
     group_metadata_tombstone,
-    offset_commit_records,
-    offset_commit_tombstone,
 )
 from .reply import Reply
 from .requests import (
@@ -113,10 +112,8 @@ from .responses import (
     ListedGroup,
     ListGroupsResponse,
     OffsetCommitResponse,
-    OffsetData,
     OffsetDeleteResponse,
     OffsetFetchResponse,
-    PartitionResult,
     SyncGroupResponse,
 )
 from .state import CAN_REBALANCE, GroupState, check_transition
@@ -152,18 +149,6 @@ def _sync_error(code: Errors) -> Reply[SyncGroupResponse]:
     return Reply.of(SyncGroupResponse(error_code=code))
 
 
-@lru_cache(maxsize=65536)
-def _partition_result(topic: str, partition: int, code: Errors) -> PartitionResult:
-    """A partition's result, shared (it is immutable): a group commits the same partitions
-    again and again, and building one per partition per commit was a tenth of a commit."""
-    return PartitionResult(topic=topic, partition=partition, error_code=code)
-
-
-def _java_string_length(text: str) -> int:
-    """Kafka measures commit metadata with Java's `String.length()`: UTF-16 code units."""
-    return len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
-
-
 class GroupCoordinator:
     """Kafka's classic group coordinator. See the module docstring and docs/engine.md."""
 
@@ -186,14 +171,13 @@ class GroupCoordinator:
         self._append = ctx.append
         self._validate_group = ctx.validate_group
         self._member_seq = 0
+        self._offsets = OffsetsManager(ctx, self)
         self._handlers: dict[type, Callable[[Any, int], Reply[Any]]] = {
             JoinGroupRequest: self._join_group,
             SyncGroupRequest: self._sync_group,
             HeartbeatRequest: self._heartbeat,
             LeaveGroupRequest: self._leave_group,
-            OffsetCommitRequest: self._offset_commit,
-            OffsetFetchRequest: self._offset_fetch,
-            OffsetDeleteRequest: self._offset_delete,
+            **self._offsets.handlers(),
             DescribeGroupsRequest: self._describe_groups,
             ListGroupsRequest: self._list_groups,
             DeleteGroupsRequest: self._delete_groups,
@@ -263,8 +247,7 @@ class GroupCoordinator:
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetCommitValue]:
         """A copy of a group's committed offsets, keyed by (topic, partition)."""
-        group = self._groups.get(group_id)
-        return {} if group is None else dict(group.offsets)
+        return self._offsets.committed(group_id)
 
     def add_listener(self, fn: Callable[[GroupEvent], None]) -> None:
         """Call `fn(event)` for every event, after the records behind it are durable."""
@@ -308,11 +291,7 @@ class GroupCoordinator:
         self._fire_due(now_ms)
         offsets_removed = groups_removed = 0
         for group_id in sorted(self._groups):
-            group = self._groups[group_id]
-            expired = self._expired_offsets(group, now_ms)
-            removed, dead = self._remove_offsets_and_maybe_group(
-                group, expired, now_ms, offsets_reason="expired", group_reason="expired"
-            )
+            removed, dead = self._offsets.expire(self._groups[group_id], now_ms)
             if removed >= 0:  # else the log refused: nothing changed, the next pass retries
                 offsets_removed += removed
                 groups_removed += dead
@@ -1337,303 +1316,95 @@ class GroupCoordinator:
             f"Removing member {member.member_id} on LeaveGroup; client reason: {client_reason}",
         )
 
-    # ---------------------------------------------------------------- offsets
+    # ---------------------------------------------------------------- GroupKind hooks
 
-    def _offset_commit(self, req: OffsetCommitRequest, now: int) -> Reply[OffsetCommitResponse]:
-        """Kafka's `handleCommitOffsets` / `doCommitOffsets`: generation-fenced commits from
-        members; simple consumers (generation −1, no member) only into an Empty group."""
-        try:
-            self._validate_group(req.group_id, allow_empty_id=True)
-            group = self._groups.get(req.group_id)
-            if group is None:
-                if req.generation_id >= 0:
-                    raise IllegalGenerationError(str(req.generation_id))
-                # Not managed by the coordinator: a group used only to store offsets.
-                group = self._new_group(req.group_id, now)
-            self._validate_offset_commit(group, req)
-            state = group.state
-            if state is CompletingRebalance:
-                # The member has the new generation from its JoinGroup but no assignment yet.
-                return self._commit_error(req, Errors.REBALANCE_IN_PROGRESS)
-            if state is Stable or state is PreparingRebalance:
-                member = group.members[req.member_id]
-                self._schedule_session(group, member, member.session_timeout_ms, now)
-        except CoordinatorError as exc:
-            return self._commit_error(req, error_code_of(exc))
-        return Reply.of(self._store_offsets(group, req, now))
+    def create_simple_group(self, group_id: str, now: int) -> ClassicGroup:
+        """Kafka's `getOrMaybeCreateClassicGroup(groupId, createIfNotExists=true)` for a group
+        that only stores offsets: Empty, no protocol, no generation."""
+        return self._new_group(group_id, now)
 
-    @staticmethod
-    def _commit_error(req: OffsetCommitRequest, code: Errors) -> Reply[OffsetCommitResponse]:
-        return Reply.of(
-            OffsetCommitResponse(
-                partitions=tuple(
-                    PartitionResult(topic=o.topic, partition=o.partition, error_code=code)
-                    for o in req.offsets
-                )
-            )
-        )
+    def is_simple(self, group: ClassicGroup) -> bool:
+        return group.generation_id == 0 and group.protocol_type is None
 
-    def _validate_offset_commit(self, group: ClassicGroup, req: OffsetCommitRequest) -> None:
+    def is_empty(self, group: ClassicGroup) -> bool:
+        return group.state is Empty
+
+    def validate_offset_commit(
+        self, group: ClassicGroup, req: OffsetCommitRequest, now: int
+    ) -> None:
         """Kafka's `validateOffsetCommit` (3.3+, KAFKA-14201): a commit with generation −1 into
         an Empty group is not checked against members, whatever member or instance id it
-        carries (the admin client and manual-assignment consumers send them)."""
-        if group.state is Dead:
+        carries (the admin client and manual-assignment consumers send them). A member's
+        commit in Stable or PreparingRebalance refreshes its session; in CompletingRebalance
+        the member has the new generation from its JoinGroup but no assignment yet:
+        REBALANCE_IN_PROGRESS."""
+        state = group.state
+        if state is Dead:
             raise CoordinatorNotAvailableError(group.group_id)
-        if req.generation_id < 0 and group.state is Empty:
+        if req.generation_id < 0 and state is Empty:
             return
         if req.generation_id >= 0 or req.member_id != "" or req.group_instance_id is not None:
             self._validate_current_member(group, req.member_id, req.group_instance_id)
             if req.generation_id != group.generation_id:
                 raise IllegalGenerationError(str(req.generation_id))
-        elif group.state is not Empty:
+        elif state is not Empty:
             # Only members may commit into a group that has members.
             raise UnknownMemberIdError(req.member_id)
+        if state is CompletingRebalance:
+            raise RebalanceInProgressError(group.group_id)
+        if state is Stable or state is PreparingRebalance:
+            member = group.members[req.member_id]
+            self._schedule_session(group, member, member.session_timeout_ms, now)
 
-    def _store_offsets(
-        self, group: ClassicGroup, req: OffsetCommitRequest, now: int
-    ) -> OffsetCommitResponse:
-        """Kafka's `storeOffsets`: oversized metadata is refused per partition, the rest is
-        appended as one batch and applied once durable."""
-        max_metadata = self.config.offset_metadata_max_bytes
-        group_id = group.group_id
-        values: list[tuple[str, int, OffsetCommitValue]] = []
-        too_large: set[int] = set()
-        for index, o in enumerate(req.offsets):
-            metadata = o.metadata or ""
-            # A Java length is at least the number of code points: measure only if it may fit.
-            if len(metadata) > max_metadata or (
-                not metadata.isascii() and _java_string_length(metadata) > max_metadata
-            ):
-                too_large.add(index)
-                continue
-            expire = o.expire_timestamp_ms
-            value = OffsetCommitValue(
-                offset=o.offset,
-                leader_epoch=o.leader_epoch,
-                metadata=metadata,
-                commit_timestamp=now,
-                expire_timestamp=expire if expire >= 0 else -1,
-            )
-            values.append((o.topic, o.partition, value))
-        stored_code = NONE
-        if values:
-            if self._append(offset_commit_records(group_id, values)):
-                self._apply_offsets(group_id, values, now)
-                if self._listeners:
-                    self._emit(
-                        OffsetsCommitted(
-                            group_id=group_id,
-                            at_ms=now,
-                            member_id=req.member_id,
-                            generation_id=req.generation_id,
-                            offsets=[[t, p, v.offset] for t, p, v in values],
-                        )
-                    )
-            else:
-                stored_code = Errors.COORDINATOR_NOT_AVAILABLE
-        if not too_large:
-            return OffsetCommitResponse(
-                partitions=tuple(
-                    [_partition_result(o.topic, o.partition, stored_code) for o in req.offsets]
-                )
-            )
-        return OffsetCommitResponse(
-            partitions=tuple(
-                PartitionResult(
-                    topic=o.topic,
-                    partition=o.partition,
-                    error_code=Errors.OFFSET_METADATA_TOO_LARGE if i in too_large else stored_code,
-                )
-                for i, o in enumerate(req.offsets)
-            )
-        )
-
-    def _apply_offset(
-        self, group_id: str, topic: str, partition: int, value: OffsetCommitValue | None, now: int
-    ) -> None:
-        """The only change to committed offsets: apply one offset record (live or replayed).
-        A commit for an unknown group creates it, Empty (a group used only for offsets)."""
-        group = self._groups.get(group_id)
-        if value is None:
-            if group is not None:
-                group.offsets.pop((topic, partition), None)
-            return
-        if group is None:
-            group = self._new_group(group_id, now)
-        group.offsets[topic, partition] = value
-
-    def _apply_offsets(
-        self, group_id: str, values: Sequence[tuple[str, int, OffsetCommitValue]], now: int
-    ) -> None:
-        """`_apply_offset` of a batch of commit records of one group (what a commit appends)."""
-        group = self._groups.get(group_id)
-        if group is None:
-            group = self._new_group(group_id, now)
-        offsets = group.offsets
-        for topic, partition, value in values:
-            offsets[topic, partition] = value
-
-    def _offset_fetch(self, req: OffsetFetchRequest, now: int) -> Reply[OffsetFetchResponse]:
-        """Kafka's `handleFetchOffsets` / `getOffsets`: unknown partitions answer offset −1."""
-        try:
-            self._validate_group(req.group_id, allow_empty_id=True)
-        except CoordinatorError as exc:
-            return Reply.of(OffsetFetchResponse(error_code=error_code_of(exc)))
-        group = self._groups.get(req.group_id)
-        offsets = {} if group is None else group.offsets
-        wanted = (
-            sorted(offsets)
-            if req.partitions is None
-            else [(tp.topic, tp.partition) for tp in req.partitions]
-        )
-        out = []
-        for topic, partition in wanted:
-            value = offsets.get((topic, partition))
-            if value is None:
-                out.append(
-                    OffsetData(
-                        topic=topic,
-                        partition=partition,
-                        offset=-1,
-                        metadata="",
-                        leader_epoch=-1,
-                        error_code=NONE,
-                    )
-                )
-            else:
-                out.append(
-                    OffsetData(
-                        topic=topic,
-                        partition=partition,
-                        offset=value.offset,
-                        metadata=value.metadata,
-                        leader_epoch=value.leader_epoch,
-                        error_code=NONE,
-                    )
-                )
-        return Reply.of(OffsetFetchResponse(error_code=NONE, partitions=tuple(out)))
-
-    def _offset_delete(self, req: OffsetDeleteRequest, now: int) -> Reply[OffsetDeleteResponse]:
-        """Kafka's `handleDeleteOffsets` (KIP-496): any offset of an Empty group; in a consumer
-        group with members, only topics it does not subscribe to (GROUP_SUBSCRIBED_TO_TOPIC)."""
-        try:
-            self._validate_group(req.group_id, allow_empty_id=False)
-        except CoordinatorError as exc:
-            return Reply.of(OffsetDeleteResponse(error_code=error_code_of(exc)))
-        group = self._groups.get(req.group_id)
-        if group is None:
-            return Reply.of(OffsetDeleteResponse(error_code=Errors.GROUP_ID_NOT_FOUND))
+    def offset_delete_subscribed(
+        self, group: ClassicGroup, topics: Sequence[str]
+    ) -> set[str] | None:
+        """Kafka's `validateOffsetDelete` + `isSubscribedToTopic`: an Empty group keeps no
+        topic; a consumer group with members keeps the topics it subscribes to (every topic
+        while its subscriptions cannot be read, as in Kafka); another group with members
+        refuses (NON_EMPTY_GROUP)."""
         if group.state is Empty:
-            subscribed: set[str] = set()
-        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
-            # Unknown subscriptions (unparsable metadata, or no generation yet) protect every
-            # topic, as Kafka's `isSubscribedToTopic` does.
-            subscribed = {
-                tp.topic for tp in req.partitions if group.is_subscribed_to_topic(tp.topic)
-            }
-        else:
-            return Reply.of(OffsetDeleteResponse(error_code=Errors.NON_EMPTY_GROUP))
-        eligible = [(tp.topic, tp.partition) for tp in req.partitions if tp.topic not in subscribed]
-        code = NONE
-        if eligible:
-            present = [tp for tp in dict.fromkeys(eligible) if tp in group.offsets]
-            removed, _ = self._remove_offsets_and_maybe_group(
-                group, present, now, offsets_reason="deleted", group_reason="offsets_deleted"
-            )
-            if removed < 0:
-                code = Errors.COORDINATOR_NOT_AVAILABLE
-        return Reply.of(
-            OffsetDeleteResponse(
-                error_code=NONE,
-                partitions=tuple(
-                    PartitionResult(
-                        topic=tp.topic,
-                        partition=tp.partition,
-                        error_code=Errors.GROUP_SUBSCRIBED_TO_TOPIC
-                        if tp.topic in subscribed
-                        else code,
-                    )
-                    for tp in req.partitions
-                ),
-            )
-        )
+            return set()
+        if group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            return {topic for topic in topics if group.is_subscribed_to_topic(topic)}
+        return None
 
-    def _expired_offsets(self, group: ClassicGroup, now: int) -> list[tuple[str, int]]:
-        """Kafka's `removeExpiredOffsets` (KIP-211). The retention clock starts when an Empty
-        group became Empty; in a Stable consumer group at the last commit, for topics nobody
-        subscribes to any more; for a group used only for offsets at the last commit. An
-        explicit expire timestamp (old OffsetCommit versions) overrides all of it."""
-        retention = self.config.offsets_retention_ms
-        subscribed: frozenset[str] = frozenset()
-        base: int | None = None  # None: each offset's own commit timestamp
+    def offset_expiration_condition(
+        self, group: ClassicGroup
+    ) -> tuple[int | None, frozenset[str]] | None:
+        """KIP-211 for a classic group: the retention clock starts when an Empty group became
+        Empty; in a Stable consumer group at the last commit, for topics nobody subscribes to
+        any more; for a group used only for offsets at the last commit. Other groups with a
+        protocol keep their offsets."""
         if group.protocol_type is not None and group.state is Empty:
-            base = group.state_timestamp_ms
-        elif (
+            return group.state_timestamp_ms, frozenset()
+        if (
             group.protocol_type == CONSUMER_PROTOCOL_TYPE
             and group.subscribed_topics is not None
             and group.state is Stable
         ):
-            subscribed = group.subscribed_topics
-        elif group.protocol_type is not None:
-            return []
-        expired = []
-        for (topic, partition), value in group.offsets.items():
-            if topic in subscribed:
-                continue
-            if value.expire_timestamp >= 0:
-                if now >= value.expire_timestamp:
-                    expired.append((topic, partition))
-            elif now - (value.commit_timestamp if base is None else base) >= retention:
-                expired.append((topic, partition))
-        return expired
+            return None, group.subscribed_topics
+        if group.protocol_type is not None:
+            return None
+        return None, frozenset()
 
-    def _remove_offsets_and_maybe_group(
-        self,
-        group: ClassicGroup,
-        partitions: list[tuple[str, int]],
-        now: int,
-        *,
-        offsets_reason: str,
-        group_reason: str,
-    ) -> tuple[int, int]:
-        """Kafka's `cleanupGroupMetadata` for one group: tombstone the given offsets; an Empty
-        group left without offsets goes Dead (tombstoned if it ever had a generation).
-        Returns (offsets removed, groups removed), or (-1, 0) if the log refused the write."""
-        remaining = len(group.offsets) - len(partitions)
-        dead = group.state is Empty and remaining == 0
-        records: list[tuple[bytes, bytes | None]] = [
-            offset_commit_tombstone(group.group_id, topic, partition)
-            for topic, partition in partitions
-        ]
-        tombstoned = dead and group.generation_id > 0
-        if tombstoned:
-            records.append(group_metadata_tombstone(group.group_id))
-        if records and not self._append(records):
-            return -1, 0
-        for topic, partition in partitions:
-            self._apply_offset(group.group_id, topic, partition, None, now)
-        if partitions:
-            self._emit(
-                OffsetsRemoved(
-                    group_id=group.group_id,
-                    at_ms=now,
-                    reason=offsets_reason,
-                    partitions=[[t, p] for t, p in partitions],
-                )
+    def group_tombstones(self, group: ClassicGroup) -> list[Record]:
+        """A group tombstone for a group that ever had a generation (none was stored before)."""
+        return [group_metadata_tombstone(group.group_id)] if group.generation_id > 0 else []
+
+    def remove_group(self, group: ClassicGroup, now: int, reason: str, *, tombstoned: bool) -> None:
+        """The group goes Dead and is dropped, with its timers (its records are durable)."""
+        self._transition(group, Dead, now, reason)
+        self._drop_group(group)
+        self._emit(
+            GroupRemoved(
+                group_id=group.group_id,
+                at_ms=now,
+                reason=reason,
+                generation_id=group.generation_id,
+                tombstoned=tombstoned,
             )
-        if dead:
-            self._transition(group, Dead, now, group_reason)
-            self._drop_group(group)
-            self._emit(
-                GroupRemoved(
-                    group_id=group.group_id,
-                    at_ms=now,
-                    reason=group_reason,
-                    generation_id=group.generation_id,
-                    tombstoned=tombstoned,
-                )
-            )
-        return len(partitions), int(dead)
+        )
 
     def _drop_group(self, group: ClassicGroup) -> None:
         del self._groups[group.group_id]
@@ -1726,24 +1497,19 @@ class GroupCoordinator:
         results = []
         for group_id in dict.fromkeys(req.group_ids):
             try:
-                self._validate_group(group_id, allow_empty_id=True)
+                self._ctx.validate_group(group_id, allow_empty_id=True)
             except CoordinatorError as exc:
                 results.append(DeleteGroupResult(group_id=group_id, error_code=error_code_of(exc)))
                 continue
             group = self._groups.get(group_id)
             if group is None:
                 code = Errors.GROUP_ID_NOT_FOUND
-            elif group.state is not Empty:
+            elif not self.is_empty(group):
                 code = Errors.NON_EMPTY_GROUP
+            elif self._offsets.remove_all(group, now):
+                code = NONE
             else:
-                removed, _ = self._remove_offsets_and_maybe_group(
-                    group,
-                    list(group.offsets),
-                    now,
-                    offsets_reason="group_deleted",
-                    group_reason="deleted",
-                )
-                code = Errors.COORDINATOR_NOT_AVAILABLE if removed < 0 else NONE
+                code = Errors.COORDINATOR_NOT_AVAILABLE
             results.append(DeleteGroupResult(group_id=group_id, error_code=code))
         return Reply.of(DeleteGroupsResponse(results=tuple(results)))
 
@@ -1751,11 +1517,14 @@ class GroupCoordinator:
 
     def _replay(self, now: int) -> None:
         """Rebuild durable state from the log (Kafka's `loadGroupsAndOffsets` +
-        `onGroupLoaded`), through the same apply path as live records; then re-arm timers.
-        Records of unknown types are skipped, as Kafka's loader skips an `UnknownKey`; any
-        other undecodable record raises `ReplayError`."""
-        owns = self._owns
-        apply_offset = self._apply_offset
+        `onGroupLoaded`): each record goes to the manager of its kind, through the same apply
+        path as live records; then each manager finishes the load (`on_loaded`: offsets first,
+        as they decide which groups exist, then the groups re-arm their timers). Records of
+        unknown types are skipped, as Kafka's loader skips an `UnknownKey`; any other
+        undecodable record raises `ReplayError`."""
+        owns = self._ctx.owns
+        apply_offset = self._offsets.apply
+        replay_group = self._load_group
         for position, (key, value) in enumerate(self.log.read()):
             kind = "key"
             try:
@@ -1766,13 +1535,13 @@ class GroupCoordinator:
                         if owns is not None and not owns(group_id):
                             continue
                         offset = None if value is None else decode_offset_commit_value(value)
-                        apply_offset(group_id, topic, partition, offset, now)
+                        apply_offset(group_id, topic, partition, offset)
                     case GroupMetadataKey(group=group_id):
                         kind = "GroupMetadata"
                         if owns is not None and not owns(group_id):
                             continue
                         metadata = None if value is None else decode_group_metadata_value(value)
-                        self._load_group(group_id, metadata, now)
+                        replay_group(group_id, metadata, now)
                     case _:  # pragma: no cover - decode_key returns only the two kinds
                         raise ReplayError(position, kind, f"unexpected key {record_key!r}")
             except UnknownRecordTypeError:
@@ -1781,35 +1550,26 @@ class GroupCoordinator:
                 continue
             except CorruptRecordError as exc:
                 raise ReplayError(position, kind if kind != "key" else exc.kind, str(exc)) from exc
-        # A group known only through offsets that were all tombstoned is gone (Kafka loads a
-        # metadata-less group only when offsets of it remain).
-        for group_id, group in list(self._groups.items()):
-            if not group.offsets and group.generation_id == 0 and group.protocol_type is None:
-                del self._groups[group_id]
+        self._offsets.on_loaded(now)
+        max_size = self.config.group_max_size
         for group_id in sorted(self._groups):
             group = self._groups[group_id]
             for member in group.members.values():
                 self._schedule_session(group, member, member.session_timeout_ms, now)
-            if len(group.members) > self.config.group_max_size:
+            if len(group.members) > max_size:
                 self._prepare_rebalance(
-                    group,
-                    now,
-                    f"Freshly-loaded group is over capacity ({self.config.group_max_size})",
+                    group, now, f"Freshly-loaded group is over capacity ({max_size})"
                 )
         self._ctx.events.clear()
 
     def _load_group(self, group_id: str, value: GroupMetadataValue | None, now: int) -> None:
-        """Apply a group metadata record at load: the group as stored (Stable with members,
-        else Empty); a tombstone removes it, unless offsets remain (then it is a fresh Empty
-        group holding them, as Kafka loads offsets of a group it has no metadata for)."""
-        previous = self._groups.pop(group_id, None)
-        offsets = {} if previous is None else previous.offsets
+        """Apply a GroupMetadata record at load: the group as stored (Stable with members,
+        else Empty); a tombstone removes it (the offsets manager keeps a group whose offsets
+        remain, `OffsetsManager.on_loaded`)."""
+        self._groups.pop(group_id, None)
         if value is None:
-            if offsets:
-                self._new_group(group_id, now).offsets = offsets
             return
         group = self._new_group(group_id, now)
-        group.offsets = offsets
         group.generation_id = value.generation
         group.protocol_type = value.protocol_type or None
         group.protocol_name = value.protocol

@@ -1,10 +1,10 @@
 """A classic group's in-memory metadata (Kafka's `GroupMetadata` / `MemberMetadata`).
 
-The coordinator owns these objects and is the only one to change them; the outside world sees
-frozen `GroupView` / `MemberView` snapshots. Member order is the order members entered the group
-(a dict's insertion order, replayed from the order of the stored member list): every choice that
-Kafka leaves to hash-map order (the new leader, protocol-vote ties) uses it, so the engine is
-deterministic. See docs/engine.md, "Deterministic choices".
+The classic-group manager (`classic.py`) owns these objects and is the only one to change
+them; the outside world sees frozen `GroupView` / `MemberView` snapshots. Member order is the
+order members entered the group (a dict's insertion order, replayed from the order of the stored
+member list): every choice that Kafka leaves to hash-map order (the new leader, protocol-vote
+ties) uses it, so the engine is deterministic. See docs/engine.md, "Deterministic choices".
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, su
 from .state import GroupState
 
 if TYPE_CHECKING:
-    from .records import OffsetCommitValue
     from .reply import Reply
     from .responses import JoinGroupResponse, SyncGroupResponse
 
@@ -117,8 +116,9 @@ class Member:
 
 
 class ClassicGroup:
-    """One group's metadata: durable part (generation, protocol, leader, members, assignments,
-    offsets) and soft part (state, pending members, parked replies)."""
+    """One group's metadata: durable part (generation, protocol, leader, members, assignments)
+    and soft part (state, pending members, parked replies). Its committed offsets are kept by
+    the offsets manager (`offsets.py`)."""
 
     def __init__(self, group_id: str, now_ms: int) -> None:
         self.group_id = group_id
@@ -136,8 +136,6 @@ class ClassicGroup:
         self.num_awaiting_join = 0
         self.new_member_added = False
         self.subscribed_topics: frozenset[str] | None = None
-        # Offsets: (topic, partition) → OffsetCommitValue, changed only by applying records.
-        self.offsets: dict[tuple[str, int], OffsetCommitValue] = {}
         # The initial delayed join (Kafka's InitialDelayedJoin) while one is armed: its
         # (delay_ms, remaining_ms). None while a plain join phase (DelayedJoin) runs.
         self.initial_join: tuple[int, int] | None = None
