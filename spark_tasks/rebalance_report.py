@@ -171,7 +171,7 @@ REMOVAL_CAUSES = {
     RemovalReason.FENCED.value: "static_member_replaced",
 }
 
-#: The engine's rebalance reasons (coordinator_engine.coordinator, the callers of
+#: The engine's rebalance reasons (coordinator_engine.classic, the callers of
 #: _prepare_rebalance), first match wins; group 1 is the member.
 REASON_PATTERNS = (
     (
