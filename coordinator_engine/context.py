@@ -153,7 +153,8 @@ class GroupKind(Protocol):
         ...
 
     def is_empty(self, group: Group) -> bool:
-        """Whether the group has no members (its offsets alone keep it alive)."""
+        """Whether the group is Empty (no members, no rebalance under way): only then do its
+        offsets alone decide whether it lives."""
         ...
 
     def validate_offset_commit(self, group: Group, req: OffsetCommitRequest, now: int) -> None:
