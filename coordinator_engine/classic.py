@@ -150,7 +150,7 @@ class ClassicGroupManager:
     def fire(self, key: TimerKey, now_ms: int) -> None:
         """A timer of this manager (`TIMER_KINDS`) is due."""
         group = self._groups.get(key[1])
-        if group is None:
+        if not isinstance(group, ClassicGroup):
             return
         kind = key[0]
         if kind == "heartbeat":
@@ -165,6 +165,8 @@ class ClassicGroupManager:
     def trigger_rebalance(self, group_id: str, now_ms: int, reason: str) -> Errors:
         """`GroupCoordinator.trigger_rebalance` for a group this coordinator owns."""
         group = self._groups.get(group_id)
+        if group is not None and not isinstance(group, ClassicGroup):
+            return Errors.INCONSISTENT_GROUP_PROTOCOL
         if group is None or group.state in (Empty, Dead):
             return Errors.GROUP_ID_NOT_FOUND
         if group.state is PreparingRebalance:
@@ -278,6 +280,14 @@ class ClassicGroupManager:
                 raise FencedInstanceIdError(group_instance_id)
         elif member_id not in group.members:
             raise UnknownMemberIdError(member_id)
+
+    def _classic_group(self, group_id: str) -> ClassicGroup | None:
+        """The classic group of this id, None if there is none; a group of another kind (a
+        handoff group) raises INCONSISTENT_GROUP_PROTOCOL: classic requests cannot join it."""
+        group = self._groups.get(group_id)
+        if group is None or isinstance(group, ClassicGroup):
+            return group
+        raise InconsistentGroupProtocolError(group_id)
 
     def _new_group(self, group_id: str, now_ms: int) -> ClassicGroup:
         group = ClassicGroup(group_id, now_ms)
@@ -634,10 +644,10 @@ class ClassicGroupManager:
                 <= cfg.group_max_session_timeout_ms
             ):
                 raise InvalidSessionTimeoutError(str(req.session_timeout_ms))
+            group = self._classic_group(req.group_id)
         except CoordinatorError as exc:
             return _join_error(req.member_id, error_code_of(exc))
         is_unknown_member = req.member_id == ""
-        group = self._groups.get(req.group_id)
         if group is None:
             if not is_unknown_member:
                 return _join_error(req.member_id, Errors.UNKNOWN_MEMBER_ID)
@@ -1060,7 +1070,7 @@ class ClassicGroupManager:
         """Kafka's `handleSyncGroup` / `doSyncGroup`."""
         try:
             self._validate_group(req.group_id, allow_empty_id=False)
-            group = self._groups.get(req.group_id)
+            group = self._classic_group(req.group_id)
             if group is None:
                 raise UnknownMemberIdError(req.member_id)
             if group.state is Dead:
@@ -1159,6 +1169,8 @@ class ClassicGroupManager:
         group = self._groups.get(group_id)
         if group is None:
             return _HEARTBEAT_REPLIES[Errors.UNKNOWN_MEMBER_ID]
+        if not isinstance(group, ClassicGroup):
+            return Reply.of(HeartbeatResponse(error_code=Errors.INCONSISTENT_GROUP_PROTOCOL))
         member = group.members.get(req.member_id)
         instance_id = req.group_instance_id
         if instance_id is not None:
@@ -1186,9 +1198,9 @@ class ClassicGroupManager:
         administrative removal); pending members just vanish."""
         try:
             self._validate_group(req.group_id, allow_empty_id=False)
+            group = self._classic_group(req.group_id)
         except CoordinatorError as exc:
             return Reply.of(LeaveGroupResponse(error_code=error_code_of(exc)))
-        group = self._groups.get(req.group_id)
         if group is None:
             return Reply.of(
                 LeaveGroupResponse(
@@ -1278,56 +1290,54 @@ class ClassicGroupManager:
     ) -> Reply[DescribeGroupsResponse]:
         """Kafka's `handleDescribeGroup`: member metadata and assignments only when Stable; an
         unknown group is described as Dead."""
-        out = []
-        for group_id in req.group_ids:
-            try:
-                self._validate_group(group_id, allow_empty_id=True)
-            except CoordinatorError as exc:
-                out.append(
-                    DescribedGroup(
-                        error_code=error_code_of(exc),
-                        group_id=group_id,
-                        group_state="",
-                        protocol_type="",
-                        protocol_data="",
-                    )
-                )
-                continue
-            group = self._groups.get(group_id)
-            if group is None:
-                out.append(
-                    DescribedGroup(
-                        error_code=NONE,
-                        group_id=group_id,
-                        group_state=Dead.value,
-                        protocol_type="",
-                        protocol_data="",
-                    )
-                )
-                continue
-            stable = group.state is Stable
-            protocol = group.protocol_name if stable else None
-            out.append(
-                DescribedGroup(
-                    error_code=NONE,
-                    group_id=group_id,
-                    group_state=group.state.value,
-                    protocol_type=group.protocol_type or "",
-                    protocol_data=protocol or "",
-                    members=tuple(
-                        DescribedMember(
-                            member_id=m.member_id,
-                            group_instance_id=m.group_instance_id,
-                            client_id=m.client_id,
-                            client_host=m.client_host,
-                            member_metadata=m.metadata(protocol) if protocol is not None else b"",
-                            member_assignment=m.assignment if stable else b"",
-                        )
-                        for m in group.members.values()
-                    ),
-                )
+        return Reply.of(
+            DescribeGroupsResponse(
+                groups=tuple(self.describe(group_id) for group_id in req.group_ids)
             )
-        return Reply.of(DescribeGroupsResponse(groups=tuple(out)))
+        )
+
+    def describe(self, group_id: str) -> DescribedGroup:
+        """One group of a DescribeGroups answer (a group of another kind is not described
+        here: the façade asks its manager)."""
+        try:
+            self._validate_group(group_id, allow_empty_id=True)
+        except CoordinatorError as exc:
+            return DescribedGroup(
+                error_code=error_code_of(exc),
+                group_id=group_id,
+                group_state="",
+                protocol_type="",
+                protocol_data="",
+            )
+        group = self._groups.get(group_id)
+        if not isinstance(group, ClassicGroup):
+            return DescribedGroup(
+                error_code=NONE,
+                group_id=group_id,
+                group_state=Dead.value,
+                protocol_type="",
+                protocol_data="",
+            )
+        stable = group.state is Stable
+        protocol = group.protocol_name if stable else None
+        return DescribedGroup(
+            error_code=NONE,
+            group_id=group_id,
+            group_state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_data=protocol or "",
+            members=tuple(
+                DescribedMember(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    member_metadata=m.metadata(protocol) if protocol is not None else b"",
+                    member_assignment=m.assignment if stable else b"",
+                )
+                for m in group.members.values()
+            ),
+        )
 
     def _list_groups(self, req: ListGroupsRequest, now: int) -> Reply[ListGroupsResponse]:
         """Kafka's `handleListGroups` with the KIP-518 state filter (empty = every group),
@@ -1335,19 +1345,20 @@ class ClassicGroupManager:
         (`ClassicGroup.isInStates`): "stable", "Stable" and "STABLE" all list Stable groups."""
         states = {state.lower() for state in req.states_filter}
         return Reply.of(
-            ListGroupsResponse(
-                error_code=NONE,
-                groups=tuple(
-                    ListedGroup(
-                        group_id=g.group_id,
-                        protocol_type=g.protocol_type or "",
-                        group_state=g.state.value,
-                    )
-                    for _, g in sorted(self._groups.items())
-                    if not states or g.state.value.lower() in states
-                ),
-            )
+            ListGroupsResponse(error_code=NONE, groups=tuple(self.listed_groups(states)))
         )
+
+    def listed_groups(self, states: set[str]) -> list[ListedGroup]:
+        """ListGroups' entries for classic groups, by group id (`states` lower-cased)."""
+        return [
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type or "",
+                group_state=g.state.value,
+            )
+            for _, g in sorted(self._groups.items())
+            if isinstance(g, ClassicGroup) and (not states or g.state.value.lower() in states)
+        ]
 
     # ---------------------------------------------------------------- replay
 
@@ -1390,6 +1401,8 @@ class ClassicGroupManager:
         max_size = self.config.group_max_size
         for group_id in sorted(self._groups):
             group = self._groups[group_id]
+            if not isinstance(group, ClassicGroup):
+                continue
             for member in group.members.values():
                 self._schedule_session(group, member, member.session_timeout_ms, now)
             if len(group.members) > max_size:

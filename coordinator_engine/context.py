@@ -12,7 +12,7 @@ here, one object every manager is given at construction:
 - the `TimerQueue` every manager arms its keyed timers in (the façade fires them and hands each
   due key to the manager that registered its first element);
 - `groups`, every group this coordinator holds, keyed by id, one map for all group kinds as in
-  Kafka (today only classic groups);
+  Kafka (classic and handoff groups);
 - the queues of completed replies and events of the current call, which `drain` releases
   (replies first, then events) once the call's work is done.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from .config import CoordinatorConfig
 from .errors import InvalidGroupIdError, NotCoordinatorError
@@ -36,8 +36,11 @@ from .reply import Reply
 from .requests import OffsetCommitRequest
 from .timers import TimerQueue
 
-#: The metadata of one group, whatever its kind (a union once a second kind exists).
-Group = ClassicGroup
+if TYPE_CHECKING:
+    from .handoff import HandoffGroup
+
+#: The metadata of one group, whatever its kind: classic (`group.py`) or handoff (`handoff.py`).
+Group: TypeAlias = "ClassicGroup | HandoffGroup"
 #: A timer's key: its first element names the timer's kind (and so its manager), the second
 #: its group.
 TimerKey = tuple[Any, ...]

@@ -26,7 +26,12 @@ keeps the public API and routes:
   timers and GroupMetadata records to the `ClassicGroupManager` (`classic.py`);
 - OffsetCommit, OffsetFetch, OffsetDelete, expiry and OffsetCommit records to the
   `OffsetsManager` (`offsets.py`);
-- and does itself what spans both, as Kafka's shard does: `cleanup` (Kafka's
+- HandoffHeartbeat, the handoff session timers and HandoffGroup records to the
+  `HandoffGroupManager` (`handoff.py`, seed 004's handoff groups), with the two outage
+  switches and the partition store's counts (`set_partition_store_available`,
+  `set_discovery_available`, `set_topic_partitions`);
+- and does itself what spans the managers, as Kafka's shard does: DescribeGroups and ListGroups
+  (each manager describes and lists its own groups), `cleanup` (Kafka's
   `cleanupGroupMetadata`), DeleteGroups (`deleteGroups`) and the replay of the log, record by
   record to the manager of its kind (`replay`, then each manager's `on_loaded`).
 
@@ -36,25 +41,29 @@ the reply and event queues. See docs/engine.md, "Layout".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
 from .classic import ADMIN_REMOVAL_REASONS, TIMER_KINDS, ClassicGroupManager
 from .config import CoordinatorConfig
-from .context import CoordinatorContext, Handler, TimerKey
+from .context import CoordinatorContext, Group, Handler, Record, TimerKey
 from .errors import CoordinatorError, Errors, ReplayError, error_code_of
 from .events import GroupEvent
 from .group import GroupView
+from .handoff import TIMER_KINDS as HANDOFF_TIMER_KINDS
+from .handoff import HandoffGroup, HandoffGroupManager, HandoffGroupView
 from .log import MemoryLog, RecordLog
 from .offsets import OffsetsManager
 from .records import (
     CorruptRecordError,
     GroupMetadataKey,
+    HandoffGroupKey,
     OffsetCommitKey,
     OffsetCommitValue,
     UnknownRecordTypeError,
     decode_group_metadata_value,
+    decode_handoff_group_value,
     decode_key,
     decode_offset_commit_value,
 )
@@ -62,6 +71,7 @@ from .reply import Reply
 from .requests import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
+    HandoffHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -76,6 +86,7 @@ from .responses import (
     DeleteGroupResult,
     DeleteGroupsResponse,
     DescribeGroupsResponse,
+    HandoffHeartbeatResponse,
     HeartbeatResponse,
     JoinGroupResponse,
     LeaveGroupResponse,
@@ -99,8 +110,58 @@ class CleanupResult:
     groups_removed: int
 
 
+class _GroupKinds:
+    """The `GroupKind` the offsets manager is given: each call goes to the manager of the
+    group's kind (a simple group, made only by offsets, is a classic one)."""
+
+    def __init__(self, classic: ClassicGroupManager, handoff: HandoffGroupManager) -> None:
+        self._classic = classic
+        self._handoff = handoff
+
+    def create_simple_group(self, group_id: str, now: int) -> Group:
+        return self._classic.create_simple_group(group_id, now)
+
+    def is_simple(self, group: Group) -> bool:
+        if isinstance(group, HandoffGroup):
+            return self._handoff.is_simple(group)
+        return self._classic.is_simple(group)
+
+    def is_empty(self, group: Group) -> bool:
+        if isinstance(group, HandoffGroup):
+            return self._handoff.is_empty(group)
+        return self._classic.is_empty(group)
+
+    def validate_offset_commit(self, group: Group, req: OffsetCommitRequest, now: int) -> None:
+        if isinstance(group, HandoffGroup):
+            self._handoff.validate_offset_commit(group, req, now)
+        else:
+            self._classic.validate_offset_commit(group, req, now)
+
+    def offset_delete_subscribed(self, group: Group, topics: Sequence[str]) -> set[str] | None:
+        if isinstance(group, HandoffGroup):
+            return self._handoff.offset_delete_subscribed(group, topics)
+        return self._classic.offset_delete_subscribed(group, topics)
+
+    def offset_expiration_condition(self, group: Group) -> tuple[int | None, frozenset[str]] | None:
+        if isinstance(group, HandoffGroup):
+            return self._handoff.offset_expiration_condition(group)
+        return self._classic.offset_expiration_condition(group)
+
+    def group_tombstones(self, group: Group) -> list[Record]:
+        if isinstance(group, HandoffGroup):
+            return self._handoff.group_tombstones(group)
+        return self._classic.group_tombstones(group)
+
+    def remove_group(self, group: Group, now: int, reason: str, *, tombstoned: bool) -> None:
+        if isinstance(group, HandoffGroup):
+            self._handoff.remove_group(group, now, reason, tombstoned=tombstoned)
+        else:
+            self._classic.remove_group(group, now, reason, tombstoned=tombstoned)
+
+
 class GroupCoordinator:
-    """Kafka's classic group coordinator. See the module docstring and docs/engine.md."""
+    """Kafka's classic group coordinator, and seed 004's handoff groups beside it. See the
+    module docstring and docs/engine.md."""
 
     def __init__(
         self,
@@ -114,15 +175,21 @@ class GroupCoordinator:
         self._groups = ctx.groups
         self._timers = ctx.timers
         self._classic = ClassicGroupManager(ctx)
-        self._offsets = OffsetsManager(ctx, self._classic)
+        self._handoff = HandoffGroupManager(ctx)
+        self._kinds = _GroupKinds(self._classic, self._handoff)
+        self._offsets = OffsetsManager(ctx, self._kinds)
         self._handlers: dict[type, Handler] = {
             **self._classic.handlers(),
+            **self._handoff.handlers(),
             **self._offsets.handlers(),
+            DescribeGroupsRequest: self._describe_groups,
+            ListGroupsRequest: self._list_groups,
             DeleteGroupsRequest: self._delete_groups,
         }
-        self._timer_routes: dict[str, Callable[[TimerKey, int], None]] = dict.fromkeys(
-            TIMER_KINDS, self._classic.fire
-        )
+        self._timer_routes: dict[str, Callable[[TimerKey, int], None]] = {
+            **dict.fromkeys(TIMER_KINDS, self._classic.fire),
+            **dict.fromkeys(HANDOFF_TIMER_KINDS, self._handoff.fire),
+        }
         self._replay(now_ms)
 
     # ---------------------------------------------------------------- public API
@@ -149,6 +216,10 @@ class GroupCoordinator:
     def handle(self, request: ListGroupsRequest, now_ms: int) -> Reply[ListGroupsResponse]: ...
     @overload
     def handle(self, request: DeleteGroupsRequest, now_ms: int) -> Reply[DeleteGroupsResponse]: ...
+    @overload
+    def handle(
+        self, request: HandoffHeartbeatRequest, now_ms: int
+    ) -> Reply[HandoffHeartbeatResponse]: ...
 
     def handle(self, request: Request, now_ms: int) -> Reply[Any]:
         """Handle one request at `now_ms`; the reply is done now or completes later."""
@@ -178,9 +249,38 @@ class GroupCoordinator:
         """When the coordinator next needs `advance`, or None when no timer is armed."""
         return self._timers.next_deadline()
 
-    def group(self, group_id: str) -> GroupView | None:
+    def group(self, group_id: str) -> GroupView | HandoffGroupView | None:
+        """A snapshot of a group: a `GroupView` for a classic group, a `HandoffGroupView` for
+        a handoff group (docs/engine.md, "Handoff groups")."""
         group = self._groups.get(group_id)
         return None if group is None else group.view()
+
+    # ---------------------------------------------------------------- handoff groups' host facts
+
+    def set_topic_partitions(self, topic: str, num_partitions: int, now_ms: int) -> None:
+        """The partition store reports `topic`'s partition count; the handoff groups that
+        subscribe to it re-plan (no record of its own: the host tells it again after a
+        restart)."""
+        if type(num_partitions) is not int or num_partitions < 0:
+            raise ValueError(f"num_partitions must be an int >= 0, got {num_partitions!r}")
+        self._fire_due(now_ms)
+        self._handoff.set_partition_count(topic, num_partitions, now_ms)
+        self._ctx.drain()
+
+    def set_partition_store_available(self, available: bool, now_ms: int) -> None:
+        """Seed 004's partition store is reachable or not. While it (or the discovery) is not,
+        no handoff group makes a new plan: the current assignments are kept; when both are
+        back, every handoff group is planned once."""
+        self._fire_due(now_ms)
+        self._handoff.set_available(store=bool(available), discovery=None, now=now_ms)
+        self._ctx.drain()
+
+    def set_discovery_available(self, available: bool, now_ms: int) -> None:
+        """Seed 004's service discovery is reachable or not; see
+        `set_partition_store_available`."""
+        self._fire_due(now_ms)
+        self._handoff.set_available(store=None, discovery=bool(available), now=now_ms)
+        self._ctx.drain()
 
     def group_ids(self) -> list[str]:
         """Ids of every group this coordinator holds, sorted."""
@@ -242,6 +342,27 @@ class GroupCoordinator:
         while (key := pop_due(now_ms)) is not None:
             routes[key[0]](key, now_ms)
 
+    def _describe_groups(
+        self, req: DescribeGroupsRequest, now: int
+    ) -> Reply[DescribeGroupsResponse]:
+        """Kafka's `handleDescribeGroup`: each group described by the manager of its kind."""
+        out = []
+        for group_id in req.group_ids:
+            group = self._groups.get(group_id)
+            owns = self._ctx.owns
+            if isinstance(group, HandoffGroup) and (owns is None or owns(group_id)):
+                out.append(self._handoff.describe(group))
+            else:
+                out.append(self._classic.describe(group_id))
+        return Reply.of(DescribeGroupsResponse(groups=tuple(out)))
+
+    def _list_groups(self, req: ListGroupsRequest, now: int) -> Reply[ListGroupsResponse]:
+        """Kafka's `handleListGroups` (KIP-518 filter, case-insensitive): every kind, by id."""
+        states = {state.lower() for state in req.states_filter}
+        listed = self._classic.listed_groups(states) + self._handoff.listed_groups(states)
+        listed.sort(key=lambda g: g.group_id)
+        return Reply.of(ListGroupsResponse(error_code=NONE, groups=tuple(listed)))
+
     def _delete_groups(self, req: DeleteGroupsRequest, now: int) -> Reply[DeleteGroupsResponse]:
         """Kafka's `handleDeleteGroups`: only Empty groups (NON_EMPTY_GROUP otherwise); their
         offsets and metadata are tombstoned."""
@@ -255,7 +376,7 @@ class GroupCoordinator:
             group = self._groups.get(group_id)
             if group is None:
                 code = Errors.GROUP_ID_NOT_FOUND
-            elif not self._classic.is_empty(group):
+            elif not self._kinds.is_empty(group):
                 code = Errors.NON_EMPTY_GROUP
             elif self._offsets.remove_all(group, now):
                 code = NONE
@@ -291,6 +412,12 @@ class GroupCoordinator:
                             continue
                         metadata = None if value is None else decode_group_metadata_value(value)
                         replay_group(group_id, metadata, now)
+                    case HandoffGroupKey(group=group_id):
+                        kind = "HandoffGroup"
+                        if owns is not None and not owns(group_id):
+                            continue
+                        handoff = None if value is None else decode_handoff_group_value(value)
+                        self._handoff.replay(group_id, handoff, now)
                     case _:  # pragma: no cover - decode_key returns only the two kinds
                         raise ReplayError(position, kind, f"unexpected key {record_key!r}")
             except UnknownRecordTypeError:
@@ -301,4 +428,5 @@ class GroupCoordinator:
                 raise ReplayError(position, kind if kind != "key" else exc.kind, str(exc)) from exc
         self._offsets.on_loaded(now)
         self._classic.on_loaded(now)
+        self._handoff.on_loaded(now)
         self._ctx.events.clear()

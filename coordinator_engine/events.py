@@ -179,6 +179,83 @@ EVENT_TYPES: dict[str, type[GroupEvent]] = {
 }
 
 
+# -- handoff groups (seed 004; docs/engine.md, "Handoff groups") ---------------------------------
+# Partitions are [[topic, partition], ...] sorted. A handoff group also emits StateChanged (the
+# seed's state names), MemberRemoved ("left", "session_timeout") and GroupRemoved. These types
+# are kept in their own registry (HANDOFF_EVENT_TYPES / HANDOFF_EVENT_SCHEMAS) beside the
+# classic protocol's; event_from_json reads both.
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffMemberJoined(GroupEvent):
+    """A member entered a handoff group (with nothing: the next plan gives it partitions)."""
+
+    type: ClassVar[str] = "HandoffMemberJoined"
+    member_id: str
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    topics: list[str]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffPlanMade(GroupEvent):
+    """The coordinator made a new plan: epoch, and every member's target partitions."""
+
+    type: ClassVar[str] = "HandoffPlanMade"
+    epoch: int
+    assignment: dict[str, list[list[Any]]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffPartitionsClosing(GroupEvent):
+    """`member_id` is asked to close these partitions (stop, commit, confirm)."""
+
+    type: ClassVar[str] = "HandoffPartitionsClosing"
+    member_id: str
+    partitions: list[list[Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffPartitionsClosed(GroupEvent):
+    """`member_id` confirmed it closed these partitions."""
+
+    type: ClassVar[str] = "HandoffPartitionsClosed"
+    member_id: str
+    partitions: list[list[Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffPartitionsGranted(GroupEvent):
+    """`member_id` may start these partitions: nobody else holds them any more."""
+
+    type: ClassVar[str] = "HandoffPartitionsGranted"
+    member_id: str
+    partitions: list[list[Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffPartitionsStarted(GroupEvent):
+    """`member_id` confirmed it started these partitions."""
+
+    type: ClassVar[str] = "HandoffPartitionsStarted"
+    member_id: str
+    partitions: list[list[Any]]
+
+
+HANDOFF_EVENT_TYPES: dict[str, type[GroupEvent]] = {
+    cls.type: cls
+    for cls in (
+        HandoffMemberJoined,
+        HandoffPlanMade,
+        HandoffPartitionsClosing,
+        HandoffPartitionsClosed,
+        HandoffPartitionsGranted,
+        HandoffPartitionsStarted,
+    )
+}
+
+
 def _json_type(hint: Any) -> Any:
     """A JSON Schema fragment for a field's type hint."""
     text = str(hint)
@@ -198,6 +275,8 @@ def _json_type(hint: Any) -> Any:
         return {"type": "array", "items": {"type": "array"}}
     if text.startswith("dict[str, list[list[") and text.endswith("| None"):
         return {"type": ["object", "null"], "additionalProperties": {"type": "array"}}
+    if text.startswith("dict[str, list[list["):
+        return {"type": "object", "additionalProperties": {"type": "array"}}
     raise TypeError(f"no JSON schema for field type {text}")
 
 
@@ -217,12 +296,16 @@ def _schema(cls: type[GroupEvent]) -> dict[str, Any]:
 
 #: JSON Schema (draft 2020-12 subset) of every event type, keyed by its `type`.
 EVENT_SCHEMAS: dict[str, dict[str, Any]] = {name: _schema(cls) for name, cls in EVENT_TYPES.items()}
+#: The same for the handoff groups' own event types.
+HANDOFF_EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
+    name: _schema(cls) for name, cls in HANDOFF_EVENT_TYPES.items()
+}
 
 
 def event_from_json(data: dict[str, Any]) -> GroupEvent:
     """Rebuild an event from `to_json()` output; ValueError names what does not fit."""
     kind = data.get("type")
-    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    cls = EVENT_TYPES.get(kind) or HANDOFF_EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ValueError(f"unknown event type {kind!r}")
     names = {f.name for f in dataclasses.fields(cls)}

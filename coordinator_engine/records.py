@@ -25,6 +25,8 @@ key v  record kind          fields
 2      GroupMetadataKey     group: string
 3+     (not handled here)   KIP-848 consumer/share group records; decoding one raises
                             :class:`UnknownRecordTypeError` so a loader can skip it
+1004   HandoffGroupKey      group: string (this engine's own: seed 004's handoff groups,
+                            a type no Kafka version uses; Kafka's loader would skip it)
 ====== ==================== ====================================================
 
 This engine writes OffsetCommitKey v1 and GroupMetadataKey v2, as current Kafka does. A key
@@ -108,18 +110,25 @@ __all__ = [
     "CorruptRecordError",
     "GroupMetadataKey",
     "GroupMetadataValue",
+    "HandoffGroupKey",
+    "HandoffGroupValue",
+    "HandoffMemberValue",
     "MemberMetadata",
     "OffsetCommitKey",
     "OffsetCommitValue",
     "RecordKey",
     "UnknownRecordTypeError",
     "decode_group_metadata_value",
+    "decode_handoff_group_value",
     "decode_key",
     "decode_offset_commit_value",
     "encode_group_metadata_value",
+    "encode_handoff_group_value",
     "encode_offset_commit_value",
     "group_metadata_record",
     "group_metadata_tombstone",
+    "handoff_group_record",
+    "handoff_group_tombstone",
     "offset_commit_record",
     "offset_commit_records",
     "offset_commit_tombstone",
@@ -200,7 +209,42 @@ class GroupMetadataValue:
     members: tuple[MemberMetadata, ...] = ()
 
 
-RecordKey = OffsetCommitKey | GroupMetadataKey
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandoffGroupKey:
+    """Key v1004 (this engine's own record type): the state of handoff group ``group``."""
+
+    group: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandoffMemberValue:
+    """One member of a handoff group record: its identity, session and topics, and its four
+    partition sets (each sorted; docs/engine.md, "Handoff groups")."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    session_timeout: int
+    topics: tuple[str, ...]
+    assignment: tuple[tuple[str, int], ...]
+    owned: tuple[tuple[str, int], ...]
+    to_start: tuple[tuple[str, int], ...]
+    to_close: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandoffGroupValue:
+    """HandoffGroupValue v0: a handoff group as of its last change. ``state`` is "Initial",
+    "Starting", "Stable" or "Closing"; ``epoch`` the number of the plan in force;
+    ``state_timestamp`` when the group last lost its last member or changed state (ms)."""
+
+    state: str
+    epoch: int
+    state_timestamp: int
+    members: tuple[HandoffMemberValue, ...] = ()
+
+
+RecordKey = OffsetCommitKey | GroupMetadataKey | HandoffGroupKey
 
 
 class CorruptRecordError(ValueError):
@@ -226,7 +270,8 @@ class UnknownRecordTypeError(CorruptRecordError):
 
     def __init__(self, version: int) -> None:
         super().__init__(
-            "key", f"unknown record type: key version {version} (this engine knows 0, 1 and 2)"
+            "key",
+            f"unknown record type: key version {version} (this engine knows 0, 1, 2 and 1004)",
         )
         self.version = version
 
@@ -340,6 +385,10 @@ _GROUP_METADATA_VALUE_VERSIONS: Final[dict[int, tuple[_Fields, bool]]] = {
 
 OFFSET_COMMIT_KEY_VERSION: Final = 1
 GROUP_METADATA_KEY_VERSION: Final = 2
+#: This engine's own record type for handoff groups (seed 004): far above Kafka's (0-2, and
+#: KIP-848/932/1071's from 3 up), so no Kafka record can be mistaken for one.
+HANDOFF_GROUP_KEY_VERSION: Final = 1004
+HANDOFF_GROUP_VALUE_VERSION: Final = 0
 OFFSET_COMMIT_VALUE_VERSION: Final = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY: Final = 1
 GROUP_METADATA_VALUE_VERSION: Final = 3
@@ -811,6 +860,11 @@ def _decode_key_slow(key: bytes) -> RecordKey:
     version = reader.int16()
     if version < 0:
         reader.fail(f"negative key version {version}")
+    if version == HANDOFF_GROUP_KEY_VERSION:
+        reader.label = f"HandoffGroupKey v{version}"
+        fields = reader.struct(_GROUP_METADATA_KEY_FIELDS, False)
+        reader.finish()
+        return HandoffGroupKey(**fields)
     if version > GROUP_METADATA_KEY_VERSION:
         raise UnknownRecordTypeError(version)
     if version == GROUP_METADATA_KEY_VERSION:
@@ -825,9 +879,10 @@ def _decode_key_slow(key: bytes) -> RecordKey:
 
 
 def decode_key(key: bytes | bytearray | memoryview) -> RecordKey:
-    """Decode a record key: OffsetCommitKey (versions 0, 1) or GroupMetadataKey (version 2).
+    """Decode a record key: OffsetCommitKey (versions 0, 1), GroupMetadataKey (version 2) or
+    HandoffGroupKey (version 1004, this engine's own).
 
-    Raises UnknownRecordTypeError for a key version above 2, CorruptRecordError for anything
+    Raises UnknownRecordTypeError for any other key version above 2, CorruptRecordError for anything
     that is not a well-formed key.
     """
     data = _as_bytes(key, "key")
@@ -998,4 +1053,123 @@ def _decode_group_metadata_value_v3(data: bytes) -> GroupMetadataValue:
         leader=leader,
         current_state_timestamp=current_state_timestamp,
         members=tuple(members),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Handoff groups (this engine's own record type, key version 1004)
+#
+# HandoffGroupValue v0, non-flexible, Kafka's primitive encodings (string = int16 length +
+# UTF-8, arrays = int32 count):
+#
+#     state string, epoch int32, state_timestamp int64,
+#     members [member_id string, client_id string, client_host string, session_timeout int32,
+#              topics [string], assignment [TP], owned [TP], to_start [TP], to_close [TP]]
+#     TP = topic string, partition int32
+
+
+def _encode_handoff_group_key(group: str) -> bytes:
+    out = [_I16.pack(HANDOFF_GROUP_KEY_VERSION)]
+    _put_string(out, group)
+    return b"".join(out)
+
+
+def encode_handoff_group_value(value: HandoffGroupValue) -> bytes:
+    """Encode ``value`` as a HandoffGroupValue v0."""
+    if not isinstance(value, HandoffGroupValue):
+        raise TypeError(f"expected a HandoffGroupValue, got {_type_name(value)}")
+    out = [_I16.pack(HANDOFF_GROUP_VALUE_VERSION)]
+    _put_string(out, value.state)
+    out.append(_I32.pack(value.epoch))
+    out.append(_I64.pack(value.state_timestamp))
+    out.append(_I32.pack(len(value.members)))
+    for member in value.members:
+        _put_string(out, member.member_id)
+        _put_string(out, member.client_id)
+        _put_string(out, member.client_host)
+        out.append(_I32.pack(member.session_timeout))
+        out.append(_I32.pack(len(member.topics)))
+        for topic in member.topics:
+            _put_string(out, topic)
+        for partitions in (member.assignment, member.owned, member.to_start, member.to_close):
+            out.append(_I32.pack(len(partitions)))
+            for topic, partition in partitions:
+                _put_string(out, topic)
+                out.append(_I32.pack(partition))
+    return b"".join(out)
+
+
+def handoff_group_record(group: str, value: HandoffGroupValue) -> tuple[bytes, bytes]:
+    """The (key, value) of a handoff group: HandoffGroupKey v1004, HandoffGroupValue v0."""
+    return _encode_handoff_group_key(group), encode_handoff_group_value(value)
+
+
+def handoff_group_tombstone(group: str) -> tuple[bytes, None]:
+    """The (key, None) that deletes handoff group ``group``."""
+    return _encode_handoff_group_key(group), None
+
+
+def decode_handoff_group_value(value: bytes | bytearray | memoryview) -> HandoffGroupValue:
+    """Decode a HandoffGroupValue v0 (check for a tombstone first); CorruptRecordError names the
+    field that is wrong."""
+    reader = _Reader(_as_bytes(value, "value"), "HandoffGroupValue")
+    version = reader.int16()
+    if version != HANDOFF_GROUP_VALUE_VERSION:
+        reader.fail(f"unknown version {version} (this engine reads {HANDOFF_GROUP_VALUE_VERSION})")
+    reader.label = f"HandoffGroupValue v{version}"
+
+    def count() -> int:
+        n = reader.length(False, nullable=False, wide=True)
+        if n > len(reader.buf) - reader.pos:
+            reader.fail(f"{n} elements cannot fit in the remaining bytes")
+        return n
+
+    def text(field: str) -> str:
+        reader.field = field
+        result = reader.string(False)
+        assert result is not None  # not nullable
+        return result
+
+    def partitions(field: str) -> tuple[tuple[str, int], ...]:
+        reader.field = field
+        out = []
+        for _ in range(count()):
+            topic = text(field)
+            reader.field = field
+            out.append((topic, reader.int32()))
+        return tuple(out)
+
+    state = text("state")
+    reader.field = "epoch"
+    epoch = reader.int32()
+    reader.field = "state_timestamp"
+    state_timestamp = reader.int64()
+    reader.field = "members"
+    members = []
+    for index in range(count()):
+        reader.where = f"members[{index}]."
+        member_id = text("member_id")
+        client_id = text("client_id")
+        client_host = text("client_host")
+        reader.field = "session_timeout"
+        session_timeout = reader.int32()
+        reader.field = "topics"
+        topics = tuple(text("topics") for _ in range(count()))
+        members.append(
+            HandoffMemberValue(
+                member_id=member_id,
+                client_id=client_id,
+                client_host=client_host,
+                session_timeout=session_timeout,
+                topics=topics,
+                assignment=partitions("assignment"),
+                owned=partitions("owned"),
+                to_start=partitions("to_start"),
+                to_close=partitions("to_close"),
+            )
+        )
+    reader.where = ""
+    reader.finish()
+    return HandoffGroupValue(
+        state=state, epoch=epoch, state_timestamp=state_timestamp, members=tuple(members)
     )

@@ -401,6 +401,45 @@ class DeleteGroupsRequest:
         check_tuple_of("DeleteGroupsRequest", "group_ids", self.group_ids, str)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffHeartbeatRequest:
+    """HandoffHeartbeat: a member of a handoff group (seed 004) reports and asks what to do,
+    modelled on KIP-848's ConsumerGroupHeartbeat. See docs/engine.md, "Handoff groups".
+
+    member_id: chosen by the member, never empty (KIP-1082).
+    member_epoch: 0 joins (a known member sending 0 has restarted and holds nothing), -1
+        leaves, anything else is an ordinary heartbeat.
+    session_timeout_ms: the member's session; each heartbeat re-arms it.
+    topics: the topics it subscribes to.
+    closed: partitions it stopped consuming, its offsets committed (answers a `close`).
+    started: partitions it started consuming (answers a `start`).
+    """
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    session_timeout_ms: int
+    topics: tuple[str, ...] = ()
+    closed: tuple[TopicPartition, ...] = ()
+    started: tuple[TopicPartition, ...] = ()
+    client_id: str = ""
+    client_host: str = ""
+
+    def __post_init__(self) -> None:
+        o = "HandoffHeartbeatRequest"
+        check_str(o, "group_id", self.group_id)
+        check_str(o, "member_id", self.member_id)
+        check_int(o, "member_epoch", self.member_epoch)
+        check_int(o, "session_timeout_ms", self.session_timeout_ms)
+        check_tuple_of(o, "topics", self.topics, str)
+        for topic in self.topics:
+            check_str(o, "topics", topic)
+        check_tuple_of(o, "closed", self.closed, TopicPartition)
+        check_tuple_of(o, "started", self.started, TopicPartition)
+        check_str(o, "client_id", self.client_id)
+        check_str(o, "client_host", self.client_host)
+
+
 Request = (
     JoinGroupRequest
     | SyncGroupRequest
@@ -412,4 +451,5 @@ Request = (
     | DescribeGroupsRequest
     | ListGroupsRequest
     | DeleteGroupsRequest
+    | HandoffHeartbeatRequest
 )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .requests import TopicPartition
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class JoinGroupMember:
@@ -147,6 +149,26 @@ class DeleteGroupsResponse:
     results: tuple[DeleteGroupResult, ...]
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffHeartbeatResponse:
+    """What a handoff group's member must do (docs/engine.md, "Handoff groups").
+
+    member_epoch: the group's epoch (the plan in force); -1 after a leave.
+    group_state: "Initial", "Starting", "Stable" or "Closing".
+    close: stop consuming these, commit their offsets, then confirm them in `closed`.
+    start: you may consume these now; confirm them in `started`.
+    assignment: every partition that is yours once the handoff is done.
+    """
+
+    error_code: int
+    member_id: str = ""
+    member_epoch: int = -1
+    group_state: str = ""
+    close: tuple[TopicPartition, ...] = ()
+    start: tuple[TopicPartition, ...] = ()
+    assignment: tuple[TopicPartition, ...] = ()
+
+
 Response = (
     JoinGroupResponse
     | SyncGroupResponse
@@ -158,4 +180,5 @@ Response = (
     | DescribeGroupsResponse
     | ListGroupsResponse
     | DeleteGroupsResponse
+    | HandoffHeartbeatResponse
 )

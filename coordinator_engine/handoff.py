@@ -1,0 +1,762 @@
+"""Handoff groups: seed 004's rebalance mode, a second group kind beside the classic one.
+
+Theory of operation
+-------------------
+In a classic rebalance a partition may be consumed twice while it moves (the new owner may
+fetch before the old one committed). Seed 004's Coordinator decides the assignment itself and
+moves a partition in two confirmed steps: the old owner **closes** it (stops, commits, confirms)
+and only then may the new owner **start** it. The group walks the seed's states Initial →
+Starting → Stable → Closing (→ Starting → Stable), one per group here.
+
+Members speak one request, `HandoffHeartbeatRequest`, modelled on KIP-848's
+ConsumerGroupHeartbeat: it carries the member's subscription and its confirmations (`closed`,
+`started`) and is answered with what it must close and what it may start. Per member the group
+keeps four sets: `assignment` (the plan's target), `owned` (what it may be consuming: started,
+or granted and not confirmed; **a partition is in at most one member's `owned`**), `to_close`
+(= owned − assignment) and `to_start` (assignment not yet confirmed started; granted, i.e.
+added to `owned`, only once no `to_close` is left in the group). The state follows from the
+sets (`_settle`). A plan (`plan`) is sticky and deterministic, made whenever members, their
+topics or the partition counts changed, unless the partition store or the service discovery
+is unavailable (the two switches), in which case the current assignment is kept.
+
+Records are the source of truth: every durable change builds the group's next state on a copy
+(`_Draft`), encodes it as one HandoffGroup record (key version 1004, `records.py`), appends it,
+and only then installs it with `apply`, the very function the replay calls. Timers
+(`("handoff-session", group, member)`) are soft and re-armed at load. See docs/engine.md,
+"Handoff groups".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .consumer_protocol import ConsumerProtocolAssignment, encode_assignment
+from .context import CoordinatorContext, Handler, Record, TimerKey
+from .errors import (
+    CoordinatorError,
+    Errors,
+    IllegalStateTransition,
+    InconsistentGroupProtocolError,
+    InvalidSessionTimeoutError,
+    UnknownMemberIdError,
+    error_code_of,
+)
+from .events import (
+    GroupEvent,
+    GroupRemoved,
+    HandoffMemberJoined,
+    HandoffPartitionsClosed,
+    HandoffPartitionsClosing,
+    HandoffPartitionsGranted,
+    HandoffPartitionsStarted,
+    HandoffPlanMade,
+    MemberRemoved,
+    StateChanged,
+)
+from .group import ClassicGroup
+from .records import (
+    HandoffGroupValue,
+    HandoffMemberValue,
+    handoff_group_record,
+    handoff_group_tombstone,
+)
+from .reply import Reply
+from .requests import HandoffHeartbeatRequest, OffsetCommitRequest, TopicPartition
+from .responses import DescribedGroup, DescribedMember, HandoffHeartbeatResponse, ListedGroup
+
+__all__ = [
+    "PROTOCOL_TYPE",
+    "TIMER_KINDS",
+    "TRANSITIONS",
+    "HandoffGroup",
+    "HandoffGroupManager",
+    "HandoffGroupView",
+    "HandoffMember",
+    "HandoffMemberView",
+    "HandoffState",
+    "plan",
+]
+
+#: The timer kinds this manager arms (the façade routes them here).
+TIMER_KINDS = ("handoff-session",)
+#: What DescribeGroups and ListGroups show as a handoff group's protocol type.
+PROTOCOL_TYPE = "handoff"
+
+NONE = Errors.NONE
+#: A partition: (topic, partition).
+TP = tuple[str, int]
+
+
+class HandoffState(enum.Enum):
+    """A handoff group's state: seed 004's names; Dead only at deletion."""
+
+    INITIAL = "Initial"
+    STARTING = "Starting"
+    STABLE = "Stable"
+    CLOSING = "Closing"
+    DEAD = "Dead"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+Initial = HandoffState.INITIAL
+Starting = HandoffState.STARTING
+Stable = HandoffState.STABLE
+Closing = HandoffState.CLOSING
+Dead = HandoffState.DEAD
+
+#: Every legal transition and what causes it (docs/engine.md, "Handoff groups", checked there).
+TRANSITIONS: dict[tuple[HandoffState, HandoffState], str] = {
+    (Initial, Starting): "the first plan gave members partitions to start",
+    (Initial, Stable): "the first plan gave nobody anything to start",
+    (Stable, Closing): "a new plan moves partitions: their owners must close them",
+    (Stable, Starting): "a new plan only adds partitions",
+    (Starting, Closing): "a new plan during the start moves partitions",
+    (Starting, Stable): "every start was confirmed, or those who had to start left",
+    (Closing, Starting): (
+        "every close was confirmed or its owner left: the moved partitions are granted"
+    ),
+    (Closing, Stable): (
+        "every close was confirmed or its owner left, and nothing is left to start"
+    ),
+    (Initial, Dead): "the group was deleted, or expired with no offsets left",
+    (Stable, Dead): "the group was deleted, or expired with no offsets left",
+}
+
+
+def check_transition(current: HandoffState, target: HandoffState) -> str:
+    """The cause of a legal move; raises `IllegalStateTransition` for any other."""
+    try:
+        return TRANSITIONS[current, target]
+    except KeyError:
+        raise IllegalStateTransition(
+            f"handoff group state cannot move from {current.value} to {target.value}"
+        ) from None
+
+
+@dataclass(slots=True)
+class HandoffMember:
+    """One member of a handoff group, with its four partition sets."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    topics: tuple[str, ...]
+    assignment: frozenset[TP] = frozenset()
+    owned: frozenset[TP] = frozenset()
+    to_start: frozenset[TP] = frozenset()
+    to_close: frozenset[TP] = frozenset()
+
+    def granted_starts(self) -> frozenset[TP]:
+        """What the member may start now: to start, and granted."""
+        return self.to_start & self.owned
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffMemberView:
+    member_id: str
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    topics: tuple[str, ...]
+    assignment: tuple[TopicPartition, ...]
+    owned: tuple[TopicPartition, ...]
+    to_start: tuple[TopicPartition, ...]
+    to_close: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffGroupView:
+    """A read-only snapshot of one handoff group (`GroupCoordinator.group`)."""
+
+    group_id: str
+    state: HandoffState
+    epoch: int
+    protocol_type: str
+    members: Mapping[str, HandoffMemberView]
+
+
+def _tps(partitions: Iterable[TP]) -> tuple[TopicPartition, ...]:
+    return tuple(TopicPartition(topic=t, partition=p) for t, p in sorted(partitions))
+
+
+def _json_tps(partitions: Iterable[TP]) -> list[list[Any]]:
+    return [[t, p] for t, p in sorted(partitions)]
+
+
+class HandoffGroup:
+    """A handoff group's durable state (what its record holds), installed only by `apply`."""
+
+    __slots__ = ("epoch", "group_id", "members", "state", "state_timestamp_ms")
+
+    def __init__(self, group_id: str, value: HandoffGroupValue) -> None:
+        self.group_id = group_id
+        self.state = HandoffState(value.state)
+        self.epoch = value.epoch
+        self.state_timestamp_ms = value.state_timestamp
+        self.members: dict[str, HandoffMember] = {
+            m.member_id: HandoffMember(
+                member_id=m.member_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                session_timeout_ms=m.session_timeout,
+                topics=m.topics,
+                assignment=frozenset(m.assignment),
+                owned=frozenset(m.owned),
+                to_start=frozenset(m.to_start),
+                to_close=frozenset(m.to_close),
+            )
+            for m in value.members
+        }
+
+    def value(self) -> HandoffGroupValue:
+        return _value_of(self.state, self.epoch, self.state_timestamp_ms, self.members)
+
+    def subscribed_topics(self) -> frozenset[str]:
+        return frozenset(t for m in self.members.values() for t in m.topics)
+
+    def view(self) -> HandoffGroupView:
+        return HandoffGroupView(
+            group_id=self.group_id,
+            state=self.state,
+            epoch=self.epoch,
+            protocol_type=PROTOCOL_TYPE,
+            members={
+                m.member_id: HandoffMemberView(
+                    member_id=m.member_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    session_timeout_ms=m.session_timeout_ms,
+                    topics=m.topics,
+                    assignment=_tps(m.assignment),
+                    owned=_tps(m.owned),
+                    to_start=_tps(m.to_start),
+                    to_close=_tps(m.to_close),
+                )
+                for m in self.members.values()
+            },
+        )
+
+
+def _value_of(
+    state: HandoffState, epoch: int, state_timestamp: int, members: Mapping[str, HandoffMember]
+) -> HandoffGroupValue:
+    return HandoffGroupValue(
+        state=state.value,
+        epoch=epoch,
+        state_timestamp=state_timestamp,
+        members=tuple(
+            HandoffMemberValue(
+                member_id=m.member_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                session_timeout=m.session_timeout_ms,
+                topics=m.topics,
+                assignment=tuple(sorted(m.assignment)),
+                owned=tuple(sorted(m.owned)),
+                to_start=tuple(sorted(m.to_start)),
+                to_close=tuple(sorted(m.to_close)),
+            )
+            for m in members.values()
+        ),
+    )
+
+
+def plan(
+    members: Mapping[str, HandoffMember], partition_counts: Mapping[str, int]
+) -> dict[str, frozenset[TP]]:
+    """The sticky, deterministic plan: topic by topic (in name order) the members subscribing
+    to it (in member-id order) share its partitions, ⌊n/k⌋ or ⌈n/k⌉ each; a member keeps the
+    partitions of its current assignment up to its quota, the larger quotas going first to the
+    members that hold the most (ties: member id); the rest go, in partition order, to the
+    member with the fewest (ties: member id) still under its quota.
+
+    >>> m = {i: HandoffMember(i, "", "", 1, ("t",)) for i in ("a", "b")}
+    >>> sorted(plan(m, {"t": 3})["a"]), sorted(plan(m, {"t": 3})["b"])
+    ([('t', 0), ('t', 2)], [('t', 1)])
+    """
+    result: dict[str, set[TP]] = {member_id: set() for member_id in sorted(members)}
+    for topic in sorted({t for m in members.values() for t in m.topics}):
+        subscribers = sorted(m for m in members if topic in members[m].topics)
+        n = partition_counts[topic]
+        base, extra = divmod(n, len(subscribers))
+        held = {
+            m: sorted(p for t, p in members[m].assignment if t == topic and p < n)
+            for m in subscribers
+        }
+        order = sorted(subscribers, key=lambda m: (-len(held[m]), m))
+        quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(order)}
+        count = dict.fromkeys(subscribers, 0)
+        taken: set[int] = set()
+        for m in order:
+            for p in held[m]:
+                if count[m] < quota[m] and p not in taken:
+                    taken.add(p)
+                    count[m] += 1
+                    result[m].add((topic, p))
+        for p in range(n):
+            if p in taken:
+                continue
+            m = min((s for s in subscribers if count[s] < quota[s]), key=lambda s: (count[s], s))
+            count[m] += 1
+            result[m].add((topic, p))
+    return {member_id: frozenset(parts) for member_id, parts in result.items()}
+
+
+class _Draft:
+    """A group's next state, built on copies before its record is written; `events` are
+    emitted once the record is durable."""
+
+    __slots__ = ("epoch", "events", "group_id", "members", "state", "state_timestamp")
+
+    def __init__(self, group_id: str, group: HandoffGroup | None, now: int) -> None:
+        self.group_id = group_id
+        self.events: list[GroupEvent] = []
+        if group is None:
+            self.state, self.epoch, self.state_timestamp = Initial, 0, now
+            self.members: dict[str, HandoffMember] = {}
+        else:
+            self.state, self.epoch = group.state, group.epoch
+            self.state_timestamp = group.state_timestamp_ms
+            self.members = {k: dataclasses.replace(m) for k, m in group.members.items()}
+
+    def value(self) -> HandoffGroupValue:
+        return _value_of(self.state, self.epoch, self.state_timestamp, self.members)
+
+
+class HandoffGroupManager:
+    """The handoff groups of one coordinator: their heartbeat, session timers, plans, records
+    and replay, and the `GroupKind` hooks the offsets manager asks of them."""
+
+    def __init__(self, ctx: CoordinatorContext) -> None:
+        self._ctx = ctx
+        self.config = ctx.config
+        self._groups = ctx.groups
+        self._timers = ctx.timers
+        #: The partition store's answer: topic → partition count (host facts, not records).
+        self.partition_counts: dict[str, int] = {}
+        self.partition_store_available = True
+        self.discovery_available = True
+
+    def handlers(self) -> dict[type, Handler]:
+        return {HandoffHeartbeatRequest: self._heartbeat}
+
+    # ---------------------------------------------------------------- façade entry points
+
+    def handoff_groups(self) -> list[HandoffGroup]:
+        """Every handoff group, in group id order."""
+        return [g for _, g in sorted(self._groups.items()) if isinstance(g, HandoffGroup)]
+
+    def fire(self, key: TimerKey, now: int) -> None:
+        """A member's session expired: it is removed, its partitions released."""
+        _, group_id, member_id = key
+        group = self._groups.get(group_id)
+        if not isinstance(group, HandoffGroup) or member_id not in group.members:
+            return
+
+        def expire(draft: _Draft) -> None:
+            self._remove_member(draft, member_id, "session_timeout", None, now)
+
+        if not self._change(group_id, group, now, expire):
+            # The log refused: the member stays; try again after another session.
+            member = group.members[member_id]
+            self._timers.schedule(key, now + member.session_timeout_ms)
+
+    def set_partition_count(self, topic: str, num_partitions: int, now: int) -> None:
+        """The partition store reports a topic's partition count; groups subscribing re-plan."""
+        if self.partition_counts.get(topic) == num_partitions:
+            return
+        self.partition_counts[topic] = num_partitions
+        for group in self.handoff_groups():
+            if topic in group.subscribed_topics():
+                self._change(group.group_id, group, now, lambda draft: None)
+
+    def set_available(self, *, store: bool | None, discovery: bool | None, now: int) -> None:
+        """Switch the partition store or the discovery on or off; back on, every group is
+        planned once from its members as they are now."""
+        before = self._planning_allowed_globally()
+        if store is not None:
+            self.partition_store_available = store
+        if discovery is not None:
+            self.discovery_available = discovery
+        if self._planning_allowed_globally() and not before:
+            for group in self.handoff_groups():
+                self._change(group.group_id, group, now, lambda draft: None)
+
+    # ---------------------------------------------------------------- the heartbeat
+
+    def _heartbeat(self, req: HandoffHeartbeatRequest, now: int) -> Reply[HandoffHeartbeatResponse]:
+        cfg = self.config
+        try:
+            self._ctx.validate_group(req.group_id, allow_empty_id=False)
+            if req.member_id == "":
+                raise UnknownMemberIdError("a handoff member chooses its own non-empty id")
+            group = self._groups.get(req.group_id)
+            if group is not None and not isinstance(group, HandoffGroup):
+                raise InconsistentGroupProtocolError(req.group_id)
+            if req.member_epoch == -1:
+                return self._leave(group, req, now)
+            if (
+                not cfg.group_min_session_timeout_ms
+                <= req.session_timeout_ms
+                <= cfg.group_max_session_timeout_ms
+            ):
+                raise InvalidSessionTimeoutError(str(req.session_timeout_ms))
+            known = group is not None and req.member_id in group.members
+            if req.member_epoch != 0 and not known:
+                raise UnknownMemberIdError(req.member_id)
+        except CoordinatorError as exc:
+            return Reply.of(
+                HandoffHeartbeatResponse(error_code=error_code_of(exc), member_id=req.member_id)
+            )
+        topics = tuple(sorted(set(req.topics)))
+
+        def update(draft: _Draft) -> None:
+            member = draft.members.get(req.member_id)
+            if req.member_epoch == 0 and member is not None:
+                # A known member joining again has restarted: it holds nothing any more.
+                self._remove_member(draft, req.member_id, "left", "rejoined with epoch 0", now)
+                member = None
+            if member is None:
+                member = HandoffMember(
+                    member_id=req.member_id,
+                    client_id=req.client_id,
+                    client_host=req.client_host,
+                    session_timeout_ms=req.session_timeout_ms,
+                    topics=topics,
+                )
+                draft.members[req.member_id] = member
+                draft.events.append(
+                    HandoffMemberJoined(
+                        group_id=draft.group_id,
+                        at_ms=now,
+                        member_id=member.member_id,
+                        client_id=member.client_id,
+                        client_host=member.client_host,
+                        session_timeout_ms=member.session_timeout_ms,
+                        topics=list(topics),
+                    )
+                )
+                return
+            member.topics = topics
+            member.session_timeout_ms = req.session_timeout_ms
+            closed = member.to_close.intersection((p.topic, p.partition) for p in req.closed)
+            if closed:
+                member.to_close -= closed
+                member.owned -= closed
+                draft.events.append(
+                    HandoffPartitionsClosed(
+                        group_id=draft.group_id,
+                        at_ms=now,
+                        member_id=member.member_id,
+                        partitions=_json_tps(closed),
+                    )
+                )
+            started = member.granted_starts().intersection(
+                (p.topic, p.partition) for p in req.started
+            )
+            if started:
+                member.to_start -= started
+                draft.events.append(
+                    HandoffPartitionsStarted(
+                        group_id=draft.group_id,
+                        at_ms=now,
+                        member_id=member.member_id,
+                        partitions=_json_tps(started),
+                    )
+                )
+
+        if not self._change(req.group_id, group, now, update):
+            return Reply.of(
+                HandoffHeartbeatResponse(
+                    error_code=Errors.COORDINATOR_NOT_AVAILABLE, member_id=req.member_id
+                )
+            )
+        stored = self._groups[req.group_id]
+        assert isinstance(stored, HandoffGroup)
+        member = stored.members[req.member_id]
+        self._timers.schedule(
+            ("handoff-session", req.group_id, req.member_id), now + member.session_timeout_ms
+        )
+        return Reply.of(
+            HandoffHeartbeatResponse(
+                error_code=NONE,
+                member_id=req.member_id,
+                member_epoch=stored.epoch,
+                group_state=stored.state.value,
+                close=_tps(member.to_close),
+                start=_tps(member.granted_starts()),
+                assignment=_tps(member.assignment),
+            )
+        )
+
+    def _leave(
+        self, group: HandoffGroup | None, req: HandoffHeartbeatRequest, now: int
+    ) -> Reply[HandoffHeartbeatResponse]:
+        """KIP-848's leave heartbeat (epoch −1): the member goes, its partitions released."""
+        if group is None or req.member_id not in group.members:
+            raise UnknownMemberIdError(req.member_id)
+
+        def leave(draft: _Draft) -> None:
+            self._remove_member(draft, req.member_id, "left", None, now)
+
+        if not self._change(req.group_id, group, now, leave):
+            code = Errors.COORDINATOR_NOT_AVAILABLE
+        else:
+            code = NONE
+            self._timers.cancel(("handoff-session", req.group_id, req.member_id))
+        return Reply.of(
+            HandoffHeartbeatResponse(error_code=code, member_id=req.member_id, member_epoch=-1)
+        )
+
+    # ---------------------------------------------------------------- changing a group
+
+    @staticmethod
+    def _remove_member(
+        draft: _Draft, member_id: str, reason: str, detail: str | None, now: int
+    ) -> None:
+        del draft.members[member_id]
+        if not draft.members:
+            draft.state_timestamp = now  # the retention clock of its offsets starts
+        draft.events.append(
+            MemberRemoved(
+                group_id=draft.group_id,
+                at_ms=now,
+                member_id=member_id,
+                group_instance_id=None,
+                reason=reason,
+                detail=detail,
+            )
+        )
+
+    def _planning_allowed_globally(self) -> bool:
+        return self.partition_store_available and self.discovery_available
+
+    def _change(
+        self,
+        group_id: str,
+        group: HandoffGroup | None,
+        now: int,
+        mutate: Callable[[_Draft], None],
+    ) -> bool:
+        """Build the group's next state (`mutate`, then `_settle`), write its record and apply
+        it; False (nothing applied) when the log refused. Writes nothing when nothing changed."""
+        draft = _Draft(group_id, group, now)
+        mutate(draft)
+        self._settle(draft, now)
+        value = draft.value()
+        if group is not None and value == group.value():
+            return True
+        if not self._ctx.append([handoff_group_record(group_id, value)]):
+            return False
+        self.apply(group_id, value)
+        for event in draft.events:
+            self._ctx.emit(event)
+        return True
+
+    def _settle(self, draft: _Draft, now: int) -> None:
+        """Plan if allowed and needed, grant what may start, and derive the state."""
+        members = draft.members
+        topics = {t for m in members.values() for t in m.topics}
+        counts = self.partition_counts
+        if self._planning_allowed_globally() and all(t in counts for t in topics):
+            target = plan(members, counts)
+            first = draft.state is Initial and bool(members)
+            if first or any(target[k] != m.assignment for k, m in members.items()):
+                draft.epoch += 1
+                draft.events.append(
+                    HandoffPlanMade(
+                        group_id=draft.group_id,
+                        at_ms=now,
+                        epoch=draft.epoch,
+                        assignment={k: _json_tps(v) for k, v in target.items()},
+                    )
+                )
+                for member_id, member in members.items():
+                    assignment = target[member_id]
+                    confirmed = member.owned - member.to_start
+                    new_close = member.owned - assignment - member.to_close
+                    member.assignment = assignment
+                    member.to_close = member.owned - assignment
+                    member.to_start = assignment - confirmed
+                    if new_close:
+                        draft.events.append(
+                            HandoffPartitionsClosing(
+                                group_id=draft.group_id,
+                                at_ms=now,
+                                member_id=member_id,
+                                partitions=_json_tps(new_close),
+                            )
+                        )
+        if not any(m.to_close for m in members.values()):
+            for member_id, member in members.items():
+                grant = member.to_start - member.owned
+                if grant:
+                    member.owned |= grant
+                    draft.events.append(
+                        HandoffPartitionsGranted(
+                            group_id=draft.group_id,
+                            at_ms=now,
+                            member_id=member_id,
+                            partitions=_json_tps(grant),
+                        )
+                    )
+        if any(m.to_close for m in members.values()):
+            state = Closing
+        elif any(m.to_start for m in members.values()):
+            state = Starting
+        elif draft.state is Initial and draft.epoch == 0:
+            state = Initial
+        else:
+            state = Stable
+        if state is not draft.state:
+            reason = check_transition(draft.state, state)
+            draft.events.append(
+                StateChanged(
+                    group_id=draft.group_id,
+                    at_ms=now,
+                    from_state=draft.state.value,
+                    to_state=state.value,
+                    reason=reason,
+                )
+            )
+            draft.state = state
+            draft.state_timestamp = now
+
+    # ---------------------------------------------------------------- records
+
+    def apply(self, group_id: str, value: HandoffGroupValue | None) -> None:
+        """Install a HandoffGroup record: live after its append, and at replay. A tombstone
+        removes the group."""
+        if value is None:
+            if isinstance(self._groups.get(group_id), HandoffGroup):
+                del self._groups[group_id]
+            return
+        self._groups[group_id] = HandoffGroup(group_id, value)
+
+    def replay(self, group_id: str, value: HandoffGroupValue | None, now: int) -> None:
+        """Apply a HandoffGroup record at load; a later record of another kind for the same id
+        replaces it (the group was deleted and created again as the other kind)."""
+        if value is None:
+            self.apply(group_id, None)
+        else:
+            self._groups.pop(group_id, None)
+            self.apply(group_id, value)
+
+    def on_loaded(self, now: int) -> None:
+        """Re-arm every member's session timer (as Kafka's `onLoaded`); no plan is made at
+        load (the partition counts come from the host again)."""
+        for group in self.handoff_groups():
+            for member in group.members.values():
+                self._timers.schedule(
+                    ("handoff-session", group.group_id, member.member_id),
+                    now + member.session_timeout_ms,
+                )
+
+    # ---------------------------------------------------------------- GroupKind hooks
+
+    def create_simple_group(self, group_id: str, now: int) -> ClassicGroup:  # pragma: no cover
+        raise AssertionError("a simple group is always a classic group")
+
+    def is_simple(self, group: HandoffGroup) -> bool:
+        return False
+
+    def is_empty(self, group: HandoffGroup) -> bool:
+        return not group.members
+
+    def validate_offset_commit(
+        self, group: HandoffGroup, req: OffsetCommitRequest, now: int
+    ) -> None:
+        """A member commits with its member id, any generation (it commits before confirming a
+        close, when the epoch may have moved on); the commit refreshes its session. Without a
+        member id, generation −1, only while the group has no members (admin tools)."""
+        member = group.members.get(req.member_id)
+        if member is not None:
+            self._timers.schedule(
+                ("handoff-session", group.group_id, member.member_id),
+                now + member.session_timeout_ms,
+            )
+            return
+        if req.member_id == "" and req.generation_id < 0 and not group.members:
+            return
+        raise UnknownMemberIdError(req.member_id)
+
+    def offset_delete_subscribed(self, group: HandoffGroup, topics: Iterable[str]) -> set[str]:
+        subscribed = group.subscribed_topics()
+        return {topic for topic in topics if topic in subscribed}
+
+    def offset_expiration_condition(
+        self, group: HandoffGroup
+    ) -> tuple[int | None, frozenset[str]] | None:
+        """Without members the retention clock started when the last one went; with members,
+        offsets of topics nobody subscribes to expire after their last commit."""
+        if not group.members:
+            return group.state_timestamp_ms, frozenset()
+        return None, group.subscribed_topics()
+
+    def group_tombstones(self, group: HandoffGroup) -> list[Record]:
+        return [handoff_group_tombstone(group.group_id)]
+
+    def remove_group(self, group: HandoffGroup, now: int, reason: str, *, tombstoned: bool) -> None:
+        cause = check_transition(group.state, Dead)
+        del self._groups[group.group_id]
+        self._ctx.emit(
+            StateChanged(
+                group_id=group.group_id,
+                at_ms=now,
+                from_state=group.state.value,
+                to_state=Dead.value,
+                reason=cause,
+            )
+        )
+        group.state = Dead
+        self._ctx.emit(
+            GroupRemoved(
+                group_id=group.group_id,
+                at_ms=now,
+                reason=reason,
+                generation_id=group.epoch,
+                tombstoned=tombstoned,
+            )
+        )
+
+    # ---------------------------------------------------------------- admin APIs
+
+    @staticmethod
+    def describe(group: HandoffGroup) -> DescribedGroup:
+        """DescribeGroups for a handoff group: its state's name, protocol type "handoff", and
+        each member's target as a ConsumerProtocolAssignment."""
+        return DescribedGroup(
+            error_code=NONE,
+            group_id=group.group_id,
+            group_state=group.state.value,
+            protocol_type=PROTOCOL_TYPE,
+            protocol_data="",
+            members=tuple(
+                DescribedMember(
+                    member_id=m.member_id,
+                    group_instance_id=None,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    member_metadata=b"",
+                    member_assignment=encode_assignment(
+                        ConsumerProtocolAssignment(assigned_partitions=tuple(sorted(m.assignment)))
+                    ),
+                )
+                for m in group.members.values()
+            ),
+        )
+
+    def listed_groups(self, states: set[str]) -> list[ListedGroup]:
+        """ListGroups' entries for handoff groups (`states` lower-cased; empty = all)."""
+        return [
+            ListedGroup(group_id=g.group_id, protocol_type=PROTOCOL_TYPE, group_state=g.state.value)
+            for g in self.handoff_groups()
+            if not states or g.state.value.lower() in states
+        ]
