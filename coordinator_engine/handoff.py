@@ -13,8 +13,9 @@ ConsumerGroupHeartbeat: it carries the member's subscription and its confirmatio
 `started`) and is answered with what it must close and what it may start. Per member the group
 keeps four sets: `assignment` (the plan's target), `owned` (what it may be consuming: started,
 or granted and not confirmed; **a partition is in at most one member's `owned`**), `to_close`
-(= owned − assignment) and `to_start` (assignment not yet confirmed started; granted, i.e.
-added to `owned`, only once no `to_close` is left in the group). The state follows from the
+(owned − assignment, and what it was asked to close and has not confirmed) and `to_start`
+(assignment not yet confirmed started; granted, i.e. added to `owned`, only once no
+`to_close` is left in the group). The state follows from the
 sets (`_settle`). A plan (`plan`) is sticky and deterministic, made whenever members, their
 topics or the partition counts changed, unless the partition store or the service discovery
 is unavailable (the two switches), in which case the current assignment is kept.
@@ -154,8 +155,8 @@ class HandoffMember:
     to_close: frozenset[TP] = frozenset()
 
     def granted_starts(self) -> frozenset[TP]:
-        """What the member may start now: to start, and granted."""
-        return self.to_start & self.owned
+        """What the member may start now: to start, granted, and not being closed."""
+        return (self.to_start & self.owned) - self.to_close
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -580,10 +581,13 @@ class HandoffGroupManager:
                 )
                 for member_id, member in members.items():
                     assignment = target[member_id]
-                    confirmed = member.owned - member.to_start
                     new_close = member.owned - assignment - member.to_close
+                    # A partition asked to be closed stays so until confirmed, even if this
+                    # plan gives it back: the member may have stopped it already, so it is
+                    # closed, then started again.
+                    member.to_close |= new_close
                     member.assignment = assignment
-                    member.to_close = member.owned - assignment
+                    confirmed = member.owned - member.to_start - member.to_close
                     member.to_start = assignment - confirmed
                     if new_close:
                         draft.events.append(

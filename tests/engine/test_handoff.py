@@ -673,3 +673,17 @@ def test_every_handoff_event_type_is_produced_and_round_trips_through_json() -> 
         schema = HANDOFF_EVENT_SCHEMAS.get(event.type)
         if schema is not None:
             assert set(data) == set(schema["properties"])
+
+
+def test_a_partition_given_back_while_closing_is_closed_then_started_again() -> None:
+    ctx = stable_pair()
+    ctx.join("c")
+    assert pairs(ctx.hb("b").close) == t(3)  # b stops t-3 at once ...
+    ctx.hb("c", -1)  # ... and before it confirms, the plan gives t-3 back to b
+    assert ctx.assignment("b") == t(2, 3)
+    r = ctx.hb("b")
+    assert (pairs(r.close), r.start) == (t(3), ())  # it may have stopped it: close first
+    r = ctx.hb("b", closed=t(3))
+    assert pairs(r.start) == t(3)
+    ctx.hb("b", started=t(3))
+    assert ctx.state() is HandoffState.STABLE and ctx.owned("b") == t(2, 3)
