@@ -687,3 +687,24 @@ def test_a_partition_given_back_while_closing_is_closed_then_started_again() -> 
     assert pairs(r.start) == t(3)
     ctx.hb("b", started=t(3))
     assert ctx.state() is HandoffState.STABLE and ctx.owned("b") == t(2, 3)
+
+
+def test_cleanup_removes_a_handoff_group_without_members_once_its_offsets_expired() -> None:
+    ctx = stable_pair()
+    ctx.coord.handle(
+        OffsetCommitRequest(
+            group_id=GROUP,
+            member_id="a",
+            offsets=(PartitionOffset(topic="t", partition=0, offset=5),),
+        ),
+        ctx.now,
+    )
+    ctx.hb("a", -1)
+    ctx.hb("b", -1)
+    left_at = ctx.now
+    assert ctx.coord.cleanup(left_at + CONFIG.offsets_retention_ms - 1).offsets_removed == 0
+    result = ctx.coord.cleanup(left_at + CONFIG.offsets_retention_ms)
+    assert (result.offsets_removed, result.groups_removed) == (1, 1)
+    assert ctx.coord.group(GROUP) is None
+    assert ctx.transitions()[-1] == ("Stable", "Dead")
+    assert ctx.rebuilt().group(GROUP) is None
