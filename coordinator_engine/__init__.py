@@ -9,6 +9,7 @@ from .coordinator import CleanupResult, GroupCoordinator
 from .errors import Errors, ReplayError
 from .events import GroupEvent, RemovalReason
 from .group import GroupView, MemberView
+from .handoff import HandoffGroupView, HandoffMemberView, HandoffState
 from .hashing import partition_for
 from .log import LogAppendError, MemoryLog, RecordLog, SqliteLog
 from .reply import Reply
@@ -16,6 +17,7 @@ from .requests import (
     Assignment,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
+    HandoffHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -35,6 +37,7 @@ from .responses import (
     DescribedGroup,
     DescribedMember,
     DescribeGroupsResponse,
+    HandoffHeartbeatResponse,
     HeartbeatResponse,
     JoinGroupMember,
     JoinGroupResponse,
@@ -67,6 +70,11 @@ __all__ = [
     "GroupEvent",
     "GroupState",
     "GroupView",
+    "HandoffGroupView",
+    "HandoffHeartbeatRequest",
+    "HandoffHeartbeatResponse",
+    "HandoffMemberView",
+    "HandoffState",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "JoinGroupMember",

@@ -708,3 +708,24 @@ def test_cleanup_removes_a_handoff_group_without_members_once_its_offsets_expire
     assert ctx.coord.group(GROUP) is None
     assert ctx.transitions()[-1] == ("Stable", "Dead")
     assert ctx.rebuilt().group(GROUP) is None
+
+
+def test_a_handoff_group_of_a_partition_not_owned_gets_not_coordinator() -> None:
+    from coordinator_engine import partition_for
+
+    owned = frozenset({partition_for(GROUP)})
+    config = CoordinatorConfig(group_min_session_timeout_ms=10, owned_partitions=owned)
+    coord = GroupCoordinator(config)
+    request = HandoffHeartbeatRequest(
+        group_id="elsewhere-0", member_id="a", member_epoch=0, session_timeout_ms=SESSION
+    )
+    assert partition_for("elsewhere-0") not in owned
+    response = coord.handle(request, 0).response
+    assert response is not None and response.error_code == Errors.NOT_COORDINATOR
+
+
+def test_the_public_package_exports_the_handoff_names() -> None:
+    import coordinator_engine
+
+    for name in ("HandoffHeartbeatRequest", "HandoffHeartbeatResponse", "HandoffState"):
+        assert name in coordinator_engine.__all__
