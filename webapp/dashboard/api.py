@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from coordinator_engine import GroupView, MemberView
+from coordinator_engine import GroupView, HandoffGroupView, MemberView, TopicPartition
 from coordinator_engine.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerProtocolError,
@@ -104,9 +104,23 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def group_summary(view: GroupView) -> dict[str, Any]:
+def group_summary(view: GroupView | HandoffGroupView) -> dict[str, Any]:
+    """A group in a line: ``kind`` is ``classic`` (Kafka's protocol) or ``handoff`` (seed 004's
+    mode, whose ``generation_id`` is its plan's epoch and which has no leader)."""
+    if isinstance(view, HandoffGroupView):
+        return {
+            "group_id": view.group_id,
+            "kind": "handoff",
+            "state": view.state.value,
+            "generation_id": view.epoch,
+            "protocol_type": view.protocol_type,
+            "protocol": None,
+            "leader": None,
+            "member_count": len(view.members),
+        }
     return {
         "group_id": view.group_id,
+        "kind": "classic",
         "state": view.state.value,
         "generation_id": view.generation_id,
         "protocol_type": view.protocol_type,
@@ -114,6 +128,35 @@ def group_summary(view: GroupView) -> dict[str, Any]:
         "leader": view.leader_id,
         "member_count": len(view.members),
     }
+
+
+def _pairs(partitions: Iterable[TopicPartition]) -> list[list[Any]]:
+    return [[tp.topic, tp.partition] for tp in partitions]
+
+
+def _handoff_members(
+    view: HandoffGroupView, connection_of: Callable[[str], str | None]
+) -> list[dict[str, Any]]:
+    """A handoff group's members with their four sets (docs/engine.md, "Handoff groups"):
+    ``assignment`` the plan's target, ``owned`` what it may be consuming, ``to_start`` and
+    ``to_close`` the handoffs under way."""
+    return [
+        {
+            "member_id": member.member_id,
+            "group_instance_id": None,
+            "client_id": member.client_id,
+            "client_host": member.client_host,
+            "connection": connection_of(member.member_id),
+            "session_timeout_ms": member.session_timeout_ms,
+            "is_leader": False,
+            "subscription": sorted(member.topics),
+            "assignment": _pairs(member.assignment),
+            "owned": _pairs(member.owned),
+            "to_start": _pairs(member.to_start),
+            "to_close": _pairs(member.to_close),
+        }
+        for member in view.members.values()
+    ]
 
 
 def _subscribed_topics(member: MemberView, consumer: bool) -> list[str] | None:
@@ -194,7 +237,7 @@ def total_lag(
 
 
 def group_detail_json(
-    view: GroupView,
+    view: GroupView | HandoffGroupView,
     offsets: Mapping[tuple[str, int], OffsetCommitValue],
     topics: TopicRegistry,
     now_ms: int,
@@ -205,6 +248,15 @@ def group_detail_json(
     connected (``connection_of(member_id)``: ``kafka``, ``websocket``, ``simulated``, None
     when unknown), and committed offsets with the log-end offset and lag from the topic
     registry (None for an unknown topic)."""
+    rows, total_lag = offsets_json(offsets, topics, now_ms)
+    if isinstance(view, HandoffGroupView):
+        return {
+            **group_summary(view),
+            "members": _handoff_members(view, connection_of),
+            "pending_member_ids": [],
+            "offsets": rows,
+            "total_lag": total_lag,
+        }
     consumer = view.protocol_type == CONSUMER_PROTOCOL_TYPE
     members = [
         {
@@ -223,7 +275,6 @@ def group_detail_json(
         }
         for member in view.members.values()
     ]
-    rows, total_lag = offsets_json(offsets, topics, now_ms)
     return {
         **group_summary(view),
         "members": members,

@@ -96,6 +96,8 @@ from coordinator_engine import (
     GroupCoordinator,
     GroupEvent,
     GroupView,
+    HandoffGroupView,
+    HandoffHeartbeatRequest,
     JoinGroupRequest,
     LogAppendError,
     Reply,
@@ -173,6 +175,15 @@ class ManualClock:
     def advance(self, ms: int) -> int:
         self.now_ms += ms
         return self.now_ms
+
+
+def _joins(request: Any) -> bool:
+    """Whether ``request`` makes its sender a member (a JoinGroup, a handoff group's heartbeat
+    with epoch 0): the transport it came by is remembered for the member."""
+    kind = type(request)
+    return kind is JoinGroupRequest or (
+        kind is HandoffHeartbeatRequest and request.member_epoch == 0
+    )
 
 
 class EngineProfile:
@@ -461,6 +472,7 @@ class CoordinatorRuntime:
         )
         self._coordinator.add_listener(self._on_event)
         self._started = self._ready = True
+        self._report_partitions()
         self._rearm()
         logger.info(
             "coordinator runtime ready: %d groups replayed from %s in %.0f ms",
@@ -677,6 +689,7 @@ class CoordinatorRuntime:
         self._coordinator = coordinator
         coordinator.add_listener(self._on_event)
         self._ready = True
+        self._report_partitions()
         elapsed_ms = round((time.perf_counter() - started) * 1000)
         assert self.last_engine_fault is not None
         self.last_engine_fault["reloaded_in_ms"] = elapsed_ms
@@ -698,7 +711,7 @@ class CoordinatorRuntime:
         (see "How each member is connected").
         """
         reply = self._handle(request)
-        if via is not None and type(request) is JoinGroupRequest:
+        if via is not None and _joins(request):
             reply.add_done_callback(self._remember_connection(request.group_id, via))
         if reply.done:
             return reply.response
@@ -731,7 +744,7 @@ class CoordinatorRuntime:
         engine fault), ``on_failure(reason)`` is called instead. An exception in either is
         logged, never raised into the engine."""
         reply = self._handle(request)
-        if via is not None and type(request) is JoinGroupRequest:
+        if via is not None and _joins(request):
             reply.add_done_callback(self._remember_connection(request.group_id, via))
         reply.add_done_callback(self._guarded(callback))
         if on_failure is not None and not reply.done:
@@ -825,6 +838,20 @@ class CoordinatorRuntime:
             "trigger_rebalance", lambda engine, now: engine.trigger_rebalance(group_id, now)
         )
 
+    def _report_partitions(self, *names: str) -> None:
+        """Tell the engine the partition counts of these topics (all when none are named; 0
+        for a deleted one): the topic registry is the partition store of handoff groups
+        (seed 004), whose plans wait for the counts of the topics they subscribe to."""
+        for name in names or [spec.name for spec in self.topics.all()]:
+            spec = self.topics.get(name)
+            count = 0 if spec is None else spec.partitions
+            self._call_engine(
+                "set_topic_partitions",
+                lambda engine, now, name=name, count=count: engine.set_topic_partitions(
+                    name, count, now
+                ),
+            )
+
     def _call_engine(self, during: str, call: Callable[[GroupCoordinator, int], T]) -> T:
         """``call(engine, now_ms)`` as every engine call is made: only while serving, a fault
         reloading the engine, the timer re-armed after. (``_handle`` and ``tick``, the hot
@@ -840,7 +867,7 @@ class CoordinatorRuntime:
 
     # ---------------------------------------------------------------- reading state
 
-    def group(self, group_id: str) -> GroupView | None:
+    def group(self, group_id: str) -> GroupView | HandoffGroupView | None:
         return self.coordinator.group(group_id)
 
     def group_ids(self) -> list[str]:
@@ -903,6 +930,7 @@ class CoordinatorRuntime:
         except BaseException:
             self.topics.delete(name)
             raise
+        self._report_partitions(name)
         return spec
 
     async def update_topic(
@@ -928,6 +956,8 @@ class CoordinatorRuntime:
         except BaseException:
             self.topics.restore(before)
             raise
+        if spec.partitions != before.partitions:
+            self._report_partitions(name)
         return spec
 
     async def append_records(self, topic: str, partition: int, count: int) -> int:
@@ -954,6 +984,7 @@ class CoordinatorRuntime:
         except BaseException:
             self.topics.restore(spec)
             raise
+        self._report_partitions(name)
         return spec
 
 

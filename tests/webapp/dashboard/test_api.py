@@ -160,6 +160,7 @@ async def test_groups_lists_every_group_with_its_summary(
         "groups": [
             {
                 "group_id": "a-group",
+                "kind": "classic",
                 "state": "Empty",
                 "generation_id": 0,
                 "protocol_type": None,
@@ -169,6 +170,7 @@ async def test_groups_lists_every_group_with_its_summary(
             },
             {
                 "group_id": "b-group",
+                "kind": "classic",
                 "state": "Stable",
                 "generation_id": 1,
                 "protocol_type": "consumer",
@@ -199,6 +201,7 @@ async def test_a_group_shows_members_decoded_assignments_and_lag_per_partition(
     body = response.json()
     assert body == {
         "group_id": "my-group",
+        "kind": "classic",
         "state": "Stable",
         "generation_id": 1,
         "protocol_type": "consumer",

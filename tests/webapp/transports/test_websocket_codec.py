@@ -149,7 +149,7 @@ HEARTBEAT = {"group_id": "g", "generation_id": 1, "member_id": "m"}
             "unknown_api",
             "unknown api 'Produce' (known: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, "
             "OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups, "
-            "FindCoordinator, Metadata)",
+            "HandoffHeartbeat, FindCoordinator, Metadata)",
             3,
         ),
         (

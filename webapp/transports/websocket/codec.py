@@ -41,6 +41,7 @@ from typing import Any, Final
 from coordinator_engine import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
+    HandoffHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -59,6 +60,7 @@ from coordinator_engine.cluster import (
 from coordinator_engine.responses import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
+    HandoffHeartbeatResponse,
     HeartbeatResponse,
     JoinGroupResponse,
     LeaveGroupResponse,
@@ -98,6 +100,7 @@ APIS: Final[dict[str, type]] = {
     "DescribeGroups": DescribeGroupsRequest,
     "ListGroups": ListGroupsRequest,
     "DeleteGroups": DeleteGroupsRequest,
+    "HandoffHeartbeat": HandoffHeartbeatRequest,
     "FindCoordinator": FindCoordinatorRequest,
     "Metadata": MetadataRequest,
 }
@@ -114,6 +117,7 @@ RESPONSES: Final[dict[str, type]] = {
     "DescribeGroups": DescribeGroupsResponse,
     "ListGroups": ListGroupsResponse,
     "DeleteGroups": DeleteGroupsResponse,
+    "HandoffHeartbeat": HandoffHeartbeatResponse,
     "FindCoordinator": FindCoordinatorResponse,
     "Metadata": MetadataResponse,
 }
