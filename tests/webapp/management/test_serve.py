@@ -121,3 +121,46 @@ def test_replies_to_closed_sockets_are_dropped_quietly(server: LiveServer) -> No
     output = server.output.read_text()
     assert "never retrieved" not in output, output
     assert "Traceback" not in output, output
+
+
+def test_a_handoff_group_killed_mid_handoff_resumes_where_it_was(server: LiveServer) -> None:
+    """Seed 004's handoff mode across ``kill -9``: a partition moving from a to b is still
+    to be closed by a after the restart, b may not start it before, and the handoff then
+    completes as if nothing had happened."""
+    server.start()
+    server.post("/api/topics", {"name": "events", "partitions": 2})
+
+    def beat(ws: ClientConnection, frame_id: int, member: str, epoch: int, **more: Any) -> Any:
+        request = {
+            "group_id": "handoff",
+            "member_id": member,
+            "member_epoch": epoch,
+            "session_timeout_ms": 30_000,
+            "topics": ["events"],
+            **more,
+        }
+        return call(ws, frame_id, "HandoffHeartbeat", request)
+
+    both = [{"topic": "events", "partition": p} for p in (0, 1)]
+    with server.websocket() as ws:
+        first = beat(ws, 1, "a", 0)
+        assert sorted(tp["partition"] for tp in first["start"]) == [0, 1]
+        assert beat(ws, 2, "a", first["member_epoch"], started=both)["group_state"] == "Stable"
+        joined = beat(ws, 3, "b", 0)
+        assert joined["group_state"] == "Closing" and joined["start"] == []
+    assert server.stop(signal.SIGKILL) == -signal.SIGKILL
+
+    server.start()
+    group = server.get("/api/groups/handoff")
+    assert (group["kind"], group["state"]) == ("handoff", "Closing")
+    members = {m["member_id"]: m for m in group["members"]}
+    assert members["a"]["to_close"] == [["events", 1]]
+    assert members["b"]["to_start"] == [["events", 1]] and members["b"]["owned"] == []
+    epoch = joined["member_epoch"]
+    with server.websocket() as ws:
+        assert beat(ws, 1, "b", epoch)["start"] == []  # a has not closed it yet
+        assert beat(ws, 2, "a", epoch, closed=[both[1]])["error_code"] == 0
+        granted = beat(ws, 3, "b", epoch)
+        assert granted["start"] == [both[1]]
+        assert beat(ws, 4, "b", epoch, started=[both[1]])["group_state"] == "Stable"
+    assert server.get("/api/groups/handoff")["state"] == "Stable"
