@@ -145,58 +145,55 @@ class KafkaListener:
         answered before it), and before the connection is closed."""
         buffer = bytearray()
         replies: list[bytes] = []
-        while True:
-            chunk = await reader.read(_READ_CHUNK)
-            if not chunk:
-                if buffer:
-                    logger.info(
-                        "Kafka client %s: closed in the middle of a frame (%d bytes)",
-                        client,
-                        len(buffer),
-                    )
-                return
-            buffer += chunk
-            start = 0
-            while len(buffer) - start >= 4:
-                try:
-                    size = codec.frame_size(bytes(buffer[start : start + 4]))
-                except codec.BadFrame as bad:
-                    logger.warning("Kafka client %s: %s; closing the connection", client, bad)
-                    writer.write(b"".join(replies))
-                    return
-                if len(buffer) - start - 4 < size:
-                    break
-                frame = bytes(buffer[start + 4 : start + 4 + size])
-                start += 4 + size
-                try:
-                    request = codec.decode_request(frame, apis.SUPPORTED)
-                except codec.UnsupportedRequest as unsupported:
-                    if unsupported.api_key == apis.API_VERSIONS:
-                        replies.append(_unsupported_api_versions(unsupported.correlation_id))
-                        continue
-                    logger.warning(
-                        "Kafka client %s: %s; closing the connection", client, unsupported
-                    )
-                    writer.write(b"".join(replies))
-                    return
-                except codec.BadFrame as bad:
-                    logger.warning("Kafka client %s: %s; closing the connection", client, bad)
-                    writer.write(b"".join(replies))
-                    return
-                if replies and request.api_key in apis.MAY_WAIT:
-                    writer.write(b"".join(replies))
-                    replies.clear()
-                reply = await self._reply(request, context, client)
-                if reply is None:
-                    writer.write(b"".join(replies))
-                    return
-                if reply:  # b"": a request Kafka does not answer (Produce, acks=0)
-                    replies.append(reply)
-            del buffer[:start]
+
+        def flush() -> None:
             if replies:
                 writer.write(b"".join(replies))
                 replies.clear()
-                await writer.drain()
+
+        try:
+            while True:
+                chunk = await reader.read(_READ_CHUNK)
+                if not chunk:
+                    if buffer:
+                        logger.info(
+                            "Kafka client %s: closed in the middle of a frame (%d bytes)",
+                            client,
+                            len(buffer),
+                        )
+                    return
+                buffer += chunk
+                start = 0
+                while len(buffer) - start >= 4:
+                    try:
+                        size = codec.frame_size(bytes(buffer[start : start + 4]))
+                        if len(buffer) - start - 4 < size:
+                            break
+                        frame = bytes(buffer[start + 4 : start + 4 + size])
+                        start += 4 + size
+                        request = codec.decode_request(frame, apis.SUPPORTED)
+                    except codec.BadFrame as bad:
+                        if (
+                            isinstance(bad, codec.UnsupportedRequest)
+                            and bad.api_key == apis.API_VERSIONS
+                        ):
+                            replies.append(_unsupported_api_versions(bad.correlation_id))
+                            continue
+                        logger.warning("Kafka client %s: %s; closing the connection", client, bad)
+                        return
+                    if request.api_key in apis.MAY_WAIT:
+                        flush()
+                    reply = await self._reply(request, context, client)
+                    if reply is None:
+                        return
+                    if reply:  # b"": a request Kafka does not answer (Produce, acks=0)
+                        replies.append(reply)
+                del buffer[:start]
+                if replies:
+                    flush()
+                    await writer.drain()
+        finally:
+            flush()  # what was answered before the connection ends still goes out
 
     async def _reply(
         self, request: codec.Request, context: apis.Context, client: str
