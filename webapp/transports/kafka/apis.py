@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable
 from functools import cache
 from typing import Any
 
-from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
 from coordinator_engine import (
@@ -51,7 +50,7 @@ from coordinator_engine.cluster import FindCoordinatorRequest, MetadataRequest
 from webapp.runtime.coordinator_runtime import NODE_ID
 from webapp.runtime.topics import TopicSpec
 
-from .codec import Request
+from .codec import Request, response_schema
 from .records import MAX_RECORDS_PER_BATCH, RECORD_BYTES_ESTIMATE, produced_at_ms, simulated_batch
 from .store import BadBatch, RecordStore, split_batches
 
@@ -158,15 +157,9 @@ def _make(cls: type, **values: Any) -> Any:
     return cls(**{name: value for name, value in values.items() if name in known})
 
 
-@cache
-def _response_schema_of(api_key: int, api_version: int) -> type:
-    return typing.cast(type, load_response_schema(api_key, api_version))
-
-
 def _response_schema(request: Request) -> type:
-    """kio's response class for ``request``'s API and version (kio resolves it by name on
-    every call; this remembers it)."""
-    return _response_schema_of(request.api_key, request.api_version)
+    """kio's response class for ``request``'s API and version."""
+    return response_schema(request.api_key, request.api_version)
 
 
 def _response(request: Request, **values: Any) -> Any:

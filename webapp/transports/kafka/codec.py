@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import struct
+import typing
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -48,6 +49,7 @@ __all__ = [
     "decode_request",
     "encode_response",
     "peek_header",
+    "response_schema",
 ]
 
 #: Kafka's ``socket.request.max.bytes`` default (100 MiB): a larger size prefix is refused
@@ -186,9 +188,16 @@ def _without_unknown_tags(frame: bytes, api_key: int, api_version: int) -> bytes
 
 
 @cache
+def response_schema(api_key: int, api_version: int) -> type:
+    """kio's response class of an API version (kio resolves it by name on every call; this
+    remembers it)."""
+    return typing.cast(type, load_response_schema(api_key, api_version))
+
+
+@cache
 def _response_writer(api_key: int, api_version: int) -> tuple[bool, Any]:
     """Whether the response header has a tag section, and the body's writer."""
-    schema = load_response_schema(api_key, api_version)
+    schema: Any = response_schema(api_key, api_version)
     return schema.__header_schema__.__flexible__, entity_writer(schema)
 
 
