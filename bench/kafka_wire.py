@@ -558,9 +558,11 @@ async def hold_run(server: LabServer, size: int, seconds: float, files: int) -> 
     ``seconds``; the figures of the hold."""
     host, port = "127.0.0.1", server.kafka_port
     members = [WireMember(i, f"hold-{i % HOLD_GROUPS}") for i in range(size)]
-    wave_size = max(
-        sum(1 for m in members if int(m.group[5:]) % HOLD_WAVES == w) for w in range(HOLD_WAVES)
-    )
+    # Group g joins in wave g % HOLD_WAVES.
+    waves = [
+        [m for m in members if m.index % HOLD_GROUPS % HOLD_WAVES == w] for w in range(HOLD_WAVES)
+    ]
+    wave_size = max(len(wave) for wave in waves)
     # As few members per connection as the open-file limit allows (the server needs as
     # many descriptors as this process): one each when it can.
     room = files - SPARE_FILES - wave_size
@@ -570,8 +572,7 @@ async def hold_run(server: LabServer, size: int, seconds: float, files: int) -> 
     started = time.perf_counter()
     join_s: list[float] = []
     try:
-        for wave in range(HOLD_WAVES):
-            joining = [m for m in members if int(m.group[5:]) % HOLD_WAVES == wave]
+        for joining in waves:
             wave_started = time.perf_counter()
             own = await open_all(host, port, len(joining))
             try:
