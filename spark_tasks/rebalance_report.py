@@ -99,6 +99,14 @@ from pyspark.sql import functions as F
 from coordinator_engine.events import RemovalReason
 from coordinator_engine.state import GroupState
 
+from .duplicates import classic_holdings, duplicate_windows, forced_removals
+from .handoff import (
+    handoff_events,
+    handoff_holdings,
+    handoff_partition_changes,
+    handoff_rebalances,
+    handoff_unavailability,
+)
 from .history import check_history, read_history
 from .output import (
     discard_directory,
@@ -193,6 +201,7 @@ TABLES = (
     "generations",
     "partition_moves",
     "partition_unavailability",
+    "duplicate_consumption",
     "storms",
     "assignors",
     "protocols",
@@ -848,11 +857,14 @@ def storms_of(rebalances: DataFrame) -> DataFrame:
 # -- comparisons -----------------------------------------------------------------------------
 
 
-def compare_rebalances(rebalances: DataFrame, *keys: str) -> DataFrame:
+def compare_rebalances(
+    rebalances: DataFrame, *keys: str, duplicates: DataFrame | None = None
+) -> DataFrame:
     """Rebalance figures per ``keys`` (e.g. rebalance_protocol, protocol_name), exact
-    percentiles."""
+    percentiles; with ``duplicates`` (``duplicate_consumption`` rows, which carry the keys), the
+    duplicate-consumption windows too."""
     durations = F.percentile("duration_ms", F.array(F.lit(0.5), F.lit(0.95)))
-    return (
+    figures = (
         rebalances.groupBy(*keys)
         .agg(
             F.countDistinct("group_id").cast("int").alias("groups"),
@@ -884,6 +896,20 @@ def compare_rebalances(rebalances: DataFrame, *keys: str) -> DataFrame:
             "unavailable_partition_s",
             "unavailable_partition_s_mean",
         )
+    )
+    if duplicates is None:
+        return figures
+    windows = duplicates.groupBy(*keys).agg(
+        F.count("*").cast("int").alias("duplicate_windows"),
+        _seconds(F.sum("window_ms")).alias("duplicate_window_s"),
+        F.sum("records").alias("duplicate_records"),
+    )
+    return figures.join(windows, list(keys), "left").withColumns(
+        {
+            "duplicate_windows": F.coalesce("duplicate_windows", F.lit(0)),
+            "duplicate_window_s": F.coalesce("duplicate_window_s", F.lit(0.0)),
+            "duplicate_records": F.coalesce("duplicate_records", F.lit(0)),
+        }
     )
 
 
@@ -941,40 +967,68 @@ def report_tables(
     several tables share go through ``materialize(step, frame)``."""
     events = materialize("events", history.transform(prepared_events))
     rebalances = materialize("rebalances", events.transform(rebalances_of))
+    assignments = assignments_of(history)
     timeline = materialize(
         "partition timeline",
         partition_timeline(
-            assignments_of(history),
+            assignments,
             assignment_roles(rebalances),
             events.transform(member_instances_of),
         ),
     )
     changes = timeline.transform(partition_changes)
     unavailability = timeline.transform(partition_unavailability)
-    complete = materialize(
-        "rebalance figures",
+    handoff = materialize("handoff events", history.transform(handoff_events))
+    handoffs = materialize("handoff rebalances", handoff.transform(handoff_rebalances))
+    held_by_handoff = handoff_holdings(handoff)
+    handoff_changes = handoff_partition_changes(handoffs, handoff)
+    handoff_unavailable = handoff_unavailability(handoffs, handoff, held_by_handoff)
+    figures = (
         rebalances.transform(with_partition_moves, changes)
         .transform(with_unavailability, unavailability)
+        .select(*_REBALANCE_COLUMNS[:-1])
+    )
+    handoff_figures = (
+        handoffs.withColumns({"before_known": F.lit(True), "after_known": F.col("completed")})
+        .transform(with_partition_moves, handoff_changes)
+        .transform(with_unavailability, handoff_unavailable)
+        .select(*_REBALANCE_COLUMNS[:-1])
+    )
+    complete = materialize(
+        "rebalance figures",
+        figures.unionByName(handoff_figures)
         .transform(with_storms, storm_count, storm_window_ms)
         .select(*_REBALANCE_COLUMNS),
     )
+    group_protocols = complete.groupBy("group_id").agg(
+        F.max_by("rebalance_protocol", "rebalance_id").alias("rebalance_protocol")
+    )
+    removals = forced_removals(history)
+    forced_handoff = held_by_handoff.join(
+        removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
+    )
+    holdings = classic_holdings(removals, assignments).unionByName(
+        forced_handoff.select(
+            "group_id", "member_id", "topic", "partition", "granted_ms", "seq", "at_ms", "reason"
+        )
+    )
+    duplicates = materialize(
+        "duplicate consumption", duplicate_windows(history, holdings, group_protocols)
+    )
+    moves = ("group_id", "rebalance_id", "topic", "partition", "member_before", "member_after")
     return {
         "rebalances": complete,
         "generations": events.transform(generations_of),
-        "partition_moves": changes.where("after_known").select(
-            "group_id",
-            "rebalance_id",
-            "topic",
-            "partition",
-            "member_before",
-            "member_after",
-            "moved",
-            "kept",
-        ),
-        "partition_unavailability": unavailability,
+        "partition_moves": changes.where("after_known")
+        .select(*moves, "moved", "kept")
+        .unionByName(handoff_changes.select(*moves, "moved", "kept")),
+        "partition_unavailability": unavailability.unionByName(handoff_unavailable),
+        "duplicate_consumption": duplicates,
         "storms": complete.transform(storms_of),
         "assignors": complete.transform(compare_rebalances, "rebalance_protocol", "protocol_name"),
-        "protocols": complete.transform(compare_rebalances, "rebalance_protocol"),
+        "protocols": complete.transform(
+            compare_rebalances, "rebalance_protocol", duplicates=duplicates
+        ),
     }
 
 
@@ -1000,7 +1054,11 @@ def _no_rebalances() -> dict[str, Any]:
         "causes": {},
         "unavailable_partition_s": 0.0,
         "storms": 0,
+        **_NO_DUPLICATES,
     }
+
+
+_NO_DUPLICATES = {"duplicate_windows": 0, "duplicate_window_s": 0.0, "duplicate_records": 0}
 
 
 def _figures(row: Row) -> dict[str, Any]:
@@ -1019,11 +1077,33 @@ def _figures(row: Row) -> dict[str, Any]:
         "stickiness_mean": _number(row["stickiness_mean"], 4),
         "unavailable_partition_s": _number(row["unavailable_partition_s"] or 0.0),
         "unavailable_partition_s_mean": _number(row["unavailable_partition_s_mean"]),
+        **_duplicates(row),
     }
 
 
-def _group_entries(rebalances: DataFrame) -> dict[str, dict[str, Any]]:
+def _duplicates(row: Row) -> dict[str, Any]:
+    """A row's duplicate-consumption figures, where it has them."""
+    if "duplicate_windows" not in row.asDict():
+        return {}
+    return {
+        "duplicate_windows": row["duplicate_windows"],
+        "duplicate_window_s": _number(row["duplicate_window_s"]),
+        "duplicate_records": row["duplicate_records"],
+    }
+
+
+def _group_entries(rebalances: DataFrame, duplicates: DataFrame) -> dict[str, dict[str, Any]]:
     """The summary's entry of every group that has rebalances."""
+    windows = {
+        row["group_id"]: _duplicates(row)
+        for row in duplicates.groupBy("group_id")
+        .agg(
+            F.count("*").alias("duplicate_windows"),
+            _seconds(F.sum("window_ms")).alias("duplicate_window_s"),
+            F.sum("records").alias("duplicate_records"),
+        )
+        .collect()
+    }
     causes: dict[str, dict[str, int]] = {}
     for row in rebalances.groupBy("group_id", "cause").count().orderBy("cause").collect():
         causes.setdefault(row["group_id"], {})[row["cause"]] = row["count"]
@@ -1052,8 +1132,23 @@ def _group_entries(rebalances: DataFrame) -> dict[str, dict[str, Any]]:
             "causes": causes.get(row["group_id"], {}),
             "unavailable_partition_s": _number(row["unavailable_partition_s"] or 0.0),
             "storms": row["storms"],
+            **_NO_DUPLICATES,
+            **windows.get(row["group_id"], {}),
         }
     return entries
+
+
+def _totals_of_duplicates(duplicates: DataFrame) -> dict[str, Any]:
+    row = duplicates.agg(
+        F.count("*").alias("duplicate_windows"),
+        _seconds(F.sum("window_ms")).alias("duplicate_window_s"),
+        F.sum("records").alias("duplicate_records"),
+    ).collect()[0]
+    return {
+        "duplicate_windows": row["duplicate_windows"],
+        "duplicate_window_s": _number(row["duplicate_window_s"] or 0.0),
+        "duplicate_records": row["duplicate_records"] or 0,
+    }
 
 
 def _top_members(rebalances: DataFrame, top: int) -> list[dict[str, Any]]:
@@ -1101,7 +1196,7 @@ def build_summary(
     """summary.json (its shape is in docs/analysis.md) from the report tables; only small
     aggregates reach the driver."""
     rebalances = tables["rebalances"]
-    entries = _group_entries(rebalances)
+    entries = _group_entries(rebalances, tables["duplicate_consumption"])
     overall = compare_rebalances(rebalances.withColumn("_all", F.lit(1)), "_all").collect()
     figures = _figures(overall[0]) if overall else _no_rebalances()
     totaled = ("rebalances", "completed", "duration_ms", "partitions_moved")
@@ -1120,6 +1215,7 @@ def build_summary(
             **{key: figures[key] for key in totaled},
             "unavailable_partition_s": figures["unavailable_partition_s"],
             "storms": tables["storms"].count(),
+            **_totals_of_duplicates(tables["duplicate_consumption"]),
         },
         "groups": {
             group_id: entries.get(group_id) or _no_rebalances() for group_id in sorted(group_ids)
@@ -1170,7 +1266,7 @@ def run(
         for name in TABLES:
             phase(f"writing {name}")
             frame = tables[name]
-            if name in ("storms", "assignors", "protocols"):
+            if name in ("duplicate_consumption", "storms", "assignors", "protocols"):
                 frame = frame.coalesce(1)
             frame.write.parquet(str(staging / name))
         phase("writing summary.json")

@@ -113,15 +113,18 @@ def row_of(event: Mapping[str, Any]) -> dict[str, Any]:
     # the member the event is about.
     row["member_id"] = event.get("member_id", event.get("new_member_id"))
     kind = event["type"]
-    if kind == "AssignmentStored":
-        partitions = event.get("partitions")
+    if kind == "HandoffPlanMade":  # a handoff group's plan: its epoch and every target
+        row["generation_id"] = event.get("epoch")
+    if kind in ("AssignmentStored", "HandoffPlanMade"):
+        key = "partitions" if kind == "AssignmentStored" else "assignment"
+        partitions = event.get(key)
         if partitions is not None:
             row["assignment"] = [
                 {"member_id": member, "topic": topic, "partition": partition}
                 for member, owned in partitions.items()
                 for topic, partition in owned
             ]
-    elif kind == "OffsetsRemoved":
+    elif kind == "OffsetsRemoved" or kind.startswith("HandoffPartitions"):
         row["partitions"] = [
             {"topic": topic, "partition": partition} for topic, partition in event["partitions"]
         ]

@@ -186,6 +186,7 @@ function renderReport(body) {
         ["Partitions moved", number(figures.partitions_moved), "Partitions whose owner changed, summed over rebalances"],
         ["Unavailable", `${decimal(figures.unavailable_partition_s)} partition·s`, "Seconds partitions spent revoked, without a consumer, summed"],
         ["Storms", number(figures.storms), "Bursts of rebalances (see below)"],
+        ["Duplicate windows", number(figures.duplicate_windows ?? 0), "Partitions whose owner was removed holding them: what it processed after its last commit is processed again"],
       ]
     : [["Rebalances", "none in this report", "The group has no rebalance in the exported history yet"]];
   for (const [label, value, help] of facts) {
@@ -225,10 +226,11 @@ function renderReport(body) {
     barChart(document.querySelector('[data-chart="assignor-unavailable"]'), assignors.map(({ label, f }) => ({ label, value: f.unavailable_partition_s_mean || 0 })), { title: "Partition-unavailable s per rebalance (mean)", format: (v) => decimal(v, 2), colour: () => "#c0392b" });
     fillTable(document.querySelector(".protocols"), Object.entries(summary.protocols || {}), ([name, f]) => [
       name, number(f.rebalances), decimal(f.duration_ms.p50, 0), decimal(f.duration_ms.p95, 0), decimal(f.partitions_moved_mean), decimal(f.stickiness_mean, 3), decimal(f.unavailable_partition_s_mean, 2),
+      number(f.duplicate_windows ?? 0), number(f.duplicate_records ?? 0),
     ]);
     const groups = Object.entries(summary.groups || {}).sort((a, b) => b[1].rebalances - a[1].rebalances);
     fillTable(document.querySelector(".report-groups"), groups, ([id, g]) => [
-      link(`/analysis/groups/${encodeURIComponent(id)}/`, id), number(g.rebalances), decimal(g.duration_ms.p50, 0), decimal(g.duration_ms.p95, 0), decimal(g.duration_ms.max, 0), number(g.partitions_moved), decimal(g.unavailable_partition_s), number(g.storms), mainCause(g.causes),
+      link(`/analysis/groups/${encodeURIComponent(id)}/`, id), number(g.rebalances), decimal(g.duration_ms.p50, 0), decimal(g.duration_ms.p95, 0), decimal(g.duration_ms.max, 0), number(g.partitions_moved), decimal(g.unavailable_partition_s), number(g.storms), number(g.duplicate_windows ?? 0), mainCause(g.causes),
     ]);
   }
 

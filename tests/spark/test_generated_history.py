@@ -44,18 +44,22 @@ def generated(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def _raw_counts(directory: Path) -> Counter[tuple[str, str]]:
     """(group, kind) -> events, straight from the Parquet files: AssignmentStored events, and
-    StateChanged events into Stable (kind ``Stable``)."""
+    StateChanged events into Stable (kind ``Stable``), those from a handoff's Closing or
+    Starting too (kind ``handoff Stable``)."""
+    columns = ("group_id", "type", "from_state", "to_state")
     table = ds.dataset(directory, format="parquet", partitioning="hive").to_table(
-        columns=["group_id", "type", "to_state"]
+        columns=list(columns)
     )
     counts: Counter[tuple[str, str]] = Counter()
-    for group_id, kind, to_state in zip(
-        *(table.column(c).to_pylist() for c in ("group_id", "type", "to_state")), strict=True
+    for group_id, kind, from_state, to_state in zip(
+        *(table.column(c).to_pylist() for c in columns), strict=True
     ):
         if kind == "AssignmentStored":
             counts[group_id, kind] += 1
         elif kind == "StateChanged" and to_state == "Stable":
             counts[group_id, "Stable"] += 1
+            if from_state in ("Closing", "Starting"):
+                counts[group_id, "handoff Stable"] += 1
     return counts
 
 
@@ -85,6 +89,16 @@ def test_completed_rebalances_are_the_generations_the_members_saw(
     history, summary, raw = generated
     for group_id, group in _groups(history).items():
         entry = summary["groups"][group_id]
+        if group.handoff:
+            # A handoff group enters Stable from Closing or Starting only at the end of a
+            # handoff rebalance, which started when it left Stable (or Initial): each such
+            # move ends one, completed. The members are told Stable for at most that many
+            # plans (some settle between two heartbeats).
+            assert entry["completed"] == raw[group_id, "handoff Stable"] > 0, group_id
+            assert entry["rebalances"] >= entry["completed"], group_id
+            assert 0 < group.generations <= entry["completed"], group_id
+            assert sum(entry["causes"].values()) == entry["rebalances"], group_id
+            continue
         # The premise below, checked on the raw events: one AssignmentStored per move to
         # Stable, and one per generation the members saw complete.
         assert raw[group_id, "AssignmentStored"] == raw[group_id, "Stable"], group_id
@@ -103,7 +117,9 @@ def test_completed_rebalances_are_the_generations_the_members_saw(
         assert set(entry["causes"]) <= set(CAUSES), group_id
         # A duration exists exactly for completed rebalances.
         assert (entry["duration_ms"]["max"] is None) == (group.generations == 0), group_id
-    assert summary["totals"]["completed"] == sum(g.generations for g in history.groups)
+    assert summary["totals"]["completed"] == sum(
+        g.generations for g in history.groups if not g.handoff
+    ) + sum(raw[g.group_id, "handoff Stable"] for g in history.groups if g.handoff)
 
 
 def test_the_offsets_only_job_never_rebalances(
@@ -158,13 +174,18 @@ def test_every_assignor_and_both_protocols_are_compared(
     generated: Generated,
 ) -> None:
     history, summary, _ = generated
-    rebalancing = [g for g in history.groups if g.generations > 0]
+    rebalancing = [g for g in history.groups if g.generations > 0 and not g.handoff]
     assignors = {g.assignor for g in rebalancing}
     assert assignors == {"range", "roundrobin", "sticky", "cooperative-sticky"}
+    handoff = [g for g in history.groups if g.handoff]
+    # A handoff group's rebalances are keyed "handoff", as assignor and as protocol.
+    assert summary["assignors"]["handoff"]["groups"] == len(handoff) == 2
+    assert summary["protocols"]["handoff"]["groups"] == len(handoff)
+    assignors_and_handoff = assignors | {"handoff"}
     # A completed generation's GenerationStarted names the protocol the members agreed on,
     # their first assignor (GroupSummary.assignor); the report keys rebalances by it. Only a
     # rebalance with no generation before or in it has none ("unknown").
-    assert assignors <= set(summary["assignors"]) <= assignors | {"unknown"}
+    assert assignors_and_handoff <= set(summary["assignors"]) <= assignors_and_handoff | {"unknown"}
     for assignor in assignors:
         # Every member of a group offers the same assignors, so all its generations use one.
         expected = sum(1 for g in rebalancing if g.assignor == assignor)
@@ -178,3 +199,24 @@ def test_every_assignor_and_both_protocols_are_compared(
         figures = summary["protocols"][protocol]
         assert figures["groups"] == len(groups), protocol
         assert figures["completed"] == sum(g.generations for g in groups), protocol
+
+
+def test_the_three_modes_are_compared_on_the_same_workload(
+    generated: Generated,
+) -> None:
+    history, summary, _ = generated
+    twins = {"orders-range": "orders-handoff", "inventory-coop": "inventory-handoff"}
+    groups = _groups(history)
+    for classic, handoff in twins.items():
+        # The same topics, member counts and churn: both rebalance, both lose members.
+        assert groups[classic].crashes > 0 and groups[handoff].crashes > 0
+        assert summary["groups"][classic]["rebalances"] > 0
+        assert summary["groups"][handoff]["rebalances"] > 0
+    for mode in ("eager", "cooperative", "handoff"):
+        figures = summary["protocols"][mode]
+        assert figures["completed"] > 0, mode
+        # Members crash in every mode, holding what they consumed since their last commit.
+        assert figures["duplicate_windows"] > 0 and figures["duplicate_window_s"] > 0, mode
+    assert summary["totals"]["duplicate_windows"] == sum(
+        summary["protocols"][mode]["duplicate_windows"] for mode in summary["protocols"]
+    )

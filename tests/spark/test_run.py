@@ -143,6 +143,9 @@ def test_the_summary_has_each_groups_rebalances_durations_moves_causes_and_costs
             "causes": {},
             "unavailable_partition_s": 0.0,
             "storms": 0,
+            "duplicate_windows": 0,
+            "duplicate_window_s": 0.0,
+            "duplicate_records": 0,
         },
         "orders": {
             "rebalances": 3,
@@ -155,6 +158,9 @@ def test_the_summary_has_each_groups_rebalances_durations_moves_causes_and_costs
             # o0 and o1 are revoked for 300 ms, then for 200 ms.
             "unavailable_partition_s": 1.0,
             "storms": 1,
+            "duplicate_windows": 0,
+            "duplicate_window_s": 0.0,
+            "duplicate_records": 0,
         },
         "payments": {
             "rebalances": 3,
@@ -166,6 +172,10 @@ def test_the_summary_has_each_groups_rebalances_durations_moves_causes_and_costs
             # Only x1 is revoked, from 30 000 until the follow-up stores it at 30 300.
             "unavailable_partition_s": 0.3,
             "storms": 1,
+            # Nobody was removed by the coordinator: nothing processed twice.
+            "duplicate_windows": 0,
+            "duplicate_window_s": 0.0,
+            "duplicate_records": 0,
         },
     }
 
@@ -187,6 +197,9 @@ def test_the_summary_totals_compare_protocols_and_name_the_members_behind_rebala
         "partitions_moved": 8,
         "unavailable_partition_s": 1.3,
         "storms": 2,
+        "duplicate_windows": 0,
+        "duplicate_window_s": 0.0,
+        "duplicate_records": 0,
     }
     assert sorted(summary["assignors"]) == ["cooperative-sticky", "range"]
     eager, cooperative = summary["protocols"]["eager"], summary["protocols"]["cooperative"]

@@ -121,6 +121,7 @@ from coordinator_engine import (
     Errors,
     GroupCoordinator,
     GroupState,
+    HandoffHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -147,15 +148,22 @@ from coordinator_engine.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from coordinator_engine.coordinator import ADMIN_REMOVAL_REASONS
 from coordinator_engine.events import (
     EVENT_TYPES,
+    HANDOFF_EVENT_TYPES,
     AssignmentStored,
     GenerationStarted,
     GroupEvent,
+    HandoffPartitionsClosed,
+    HandoffPartitionsClosing,
+    HandoffPartitionsGranted,
+    HandoffPartitionsStarted,
+    HandoffPlanMade,
     MemberRemoved,
     OffsetsCommitted,
     OffsetsRemoved,
     StateChanged,
     StaticMemberReplaced,
 )
+from coordinator_engine.handoff import HandoffGroupView, HandoffState
 from coordinator_engine.requests import Assignment
 from coordinator_engine.responses import (
     JoinGroupMember,
@@ -260,6 +268,9 @@ class GroupSpec:
     static_session_timeout_ms: the static members' session timeout (long, so that a restart
         goes unnoticed, KIP-345).
     daily: it runs by day: shut down every evening, started again 10 to 40 hours later.
+    handoff: its group is a handoff group (seed 004, docs/engine.md "Handoff groups"): its
+        members speak HandoffHeartbeat, the coordinator plans the assignment and moves each
+        partition by a confirmed close, then a start (no assignors, no static members).
     """
 
     group_id: str
@@ -272,6 +283,12 @@ class GroupSpec:
     max_poll_interval_ms: int = 5 * MINUTE_MS
     static_session_timeout_ms: int = 2 * MINUTE_MS
     daily: bool = False
+    handoff: bool = False
+
+    @property
+    def offsets_only(self) -> bool:
+        """A job without members that only commits offsets."""
+        return not self.assignors and not self.handoff
 
     @property
     def cooperative(self) -> bool:
@@ -381,6 +398,18 @@ GROUPS: tuple[GroupSpec, ...] = (
         daily=True,
     ),
     GroupSpec(group_id="backfill-offsets", assignors=(), topics=("backfill",), daily=True),
+    # Seed 004's handoff mode on the workloads of orders-range (eager) and inventory-coop
+    # (cooperative): the same topics, member counts, settings and churn, to compare the three.
+    GroupSpec(
+        group_id="orders-handoff", assignors=(), topics=("orders",), dynamic=(3, 6), handoff=True
+    ),
+    GroupSpec(
+        group_id="inventory-handoff",
+        assignors=(),
+        topics=("inventory",),
+        dynamic=(3, 6),
+        handoff=True,
+    ),
 )
 
 
@@ -391,13 +420,15 @@ GROUPS: tuple[GroupSpec, ...] = (
 class GroupSummary:
     """What the generator did to one group, counted by the generator itself.
 
-    assignor: the protocol its members agree on (their first assignor); None for the
-        offsets-only job. cooperative: whether its members rebalance cooperatively.
+    assignor: the protocol its members agree on (their first assignor); ``handoff`` for a
+        handoff group (the coordinator plans), None for the offsets-only job. cooperative:
+        whether its members rebalance cooperatively. handoff: a handoff group (seed 004).
     joins: member processes started (first starts, replacements, daily starts; not restarts).
     leaves: dynamic members that closed and sent LeaveGroup (daily shutdowns included).
     crashes: members that died without LeaveGroup (now, on the next rebalance, or between
         their JoinGroup answer and their SyncGroup).
-    slow_members: members whose processing outlasted ``max.poll.interval.ms``.
+    slow_members: members whose processing outlasted ``max.poll.interval.ms`` (in a handoff
+        group: whose processing held up the closes asked of it for as long).
     static_restarts: static members restarted with the same ``group.instance.id``.
     partition_changes: partition count changes of a subscribed topic a member acted on
         (rejoined for).
@@ -407,7 +438,8 @@ class GroupSummary:
     offset_deletions: OffsetDelete requests (of an emptied daily group) that succeeded.
     group_deletions: DeleteGroups (of an emptied daily group) that succeeded.
     shutdowns: daily shutdowns (every member stopped).
-    generations: distinct generations its members saw complete (SyncGroup answered NONE).
+    generations: distinct generations its members saw complete (SyncGroup answered NONE); in
+        a handoff group, distinct epochs (plans) a member was told were Stable.
     fatal_errors: members stopped by an error Kafka's consumer does not retry (expected 0).
     """
 
@@ -416,6 +448,7 @@ class GroupSummary:
     assignor: str | None
     cooperative: bool
     static_members: int
+    handoff: bool = False
     joins: int = 0
     leaves: int = 0
     crashes: int = 0
@@ -866,6 +899,231 @@ class _Member:
             self.poll(None)
 
 
+class _HandoffMember:
+    """One consumer process of a handoff group (seed 004): it speaks only HandoffHeartbeat.
+
+    It joins with epoch 0 under an id of its own (KIP-1082), consumes exactly the partitions it
+    was granted and confirmed, and answers a ``close`` as the seed's consumer does: it stops the
+    partition, commits its position, and confirms in its next heartbeat (at once, unless its
+    processing is stalled: then when the stall ends). Quiet heartbeats as ``_Member``'s."""
+
+    __slots__ = (
+        "alive",
+        "client_host",
+        "client_id",
+        "closed",
+        "closing",
+        "commit_due",
+        "consuming",
+        "epoch",
+        "group",
+        "hb_due",
+        "hb_last",
+        "heartbeat_ms",
+        "member_id",
+        "quiet_heartbeat_ms",
+        "run",
+        "session_ms",
+        "stalled_until",
+        "started",
+    )
+
+    instance_id = None
+
+    def __init__(self, group: _GroupRun, client_id: str, host: int) -> None:
+        spec = group.spec
+        self.group = group
+        self.run = group.run
+        self.client_id = client_id
+        self.client_host = f"/10.{group.run.index}.{group.number}.{host}"
+        self.member_id = self.new_id()
+        self.session_ms = spec.session_timeout_ms
+        self.heartbeat_ms = spec.heartbeat_interval_ms
+        self.quiet_heartbeat_ms = max(1, (self.session_ms - 1) // self.heartbeat_ms) * (
+            self.heartbeat_ms
+        )
+        self.epoch = 0
+        self.alive = True
+        self.consuming: set[TopicPartitionPair] = set()
+        self.closing: set[TopicPartitionPair] = set()  # asked to close, not confirmed yet
+        self.closed: set[TopicPartitionPair] = set()  # closes to confirm at the next heartbeat
+        self.started: set[TopicPartitionPair] = set()  # starts to confirm at the next heartbeat
+        self.stalled_until = 0
+        self.hb_last = 0
+        self.hb_due: int | None = None
+        self.commit_due = 0
+
+    def new_id(self) -> str:
+        return f"{self.client_id}-{self.run.rng.getrandbits(48):012x}"
+
+    @property
+    def stalled(self) -> bool:
+        return self.run.now < self.stalled_until
+
+    @property
+    def settled(self) -> bool:
+        return self.epoch > 0 and not (self.closing or self.closed or self.started)
+
+    # -- life ----------------------------------------------------------------------------------
+
+    def start(self, delay_ms: int) -> None:
+        run = self.run
+        self.schedule_heartbeat(run.now + delay_ms)
+        interval = run.commit_interval_ms
+        self.commit_due = run.now + delay_ms + run.rng.randrange(interval // 2, interval + 1)
+        run.at(self.commit_due, self.commit_tick, self.commit_due)
+
+    def die(self) -> None:
+        self.alive = False
+        self.hb_due = None
+        self.group.members.remove(self)
+
+    def crash(self) -> None:
+        """It stops dead: the engine releases its partitions when its session expires."""
+        self.group.summary.crashes += 1
+        self.die()
+
+    def close(self) -> None:
+        """Commit what it consumes, then leave (epoch -1): its partitions are free at once."""
+        self.commit(self.consuming)
+        if self.epoch > 0:
+            response = self.run.handle(self.request(-1))
+            if response.error_code == NONE:
+                self.group.summary.leaves += 1
+        self.die()
+
+    def stall(self, duration_ms: int) -> None:
+        """Its processing is stuck for ``duration_ms``: heartbeats go on (Kafka's heartbeat
+        thread), but a close is confirmed only once the batch is done."""
+        self.group.summary.slow_members += 1
+        self.stalled_until = self.run.now + duration_ms
+        self.run.at(self.stalled_until, self.unstall, self.stalled_until)
+
+    def unstall(self, token: int) -> None:
+        if self.alive and token == self.stalled_until:
+            self.stalled_until = 0
+            self.confirm_closes()
+
+    # -- heartbeats ----------------------------------------------------------------------------
+
+    def request(self, epoch: int) -> HandoffHeartbeatRequest:
+        return HandoffHeartbeatRequest(
+            group_id=self.group.spec.group_id,
+            member_id=self.member_id,
+            member_epoch=epoch,
+            session_timeout_ms=self.session_ms,
+            topics=self.group.spec.topics,
+            closed=_topic_partitions(self.closed),
+            started=_topic_partitions(self.started),
+            client_id=self.client_id,
+            client_host=self.client_host,
+        )
+
+    def schedule_heartbeat(self, due: int) -> None:
+        self.hb_due = due
+        run = self.run
+        heapq.heappush(run.heap, (due, next(run.order), self.heartbeat, due))
+
+    def wake(self) -> None:
+        """The group changed: heartbeat at the next regular tick, where a member would learn
+        what to close or start."""
+        due = self.hb_due
+        if due is not None and self.epoch > 0:
+            last = self.hb_last
+            tick = last + ((self.run.now - last) // self.heartbeat_ms + 1) * self.heartbeat_ms
+            if tick < due:
+                self.schedule_heartbeat(tick)
+
+    def heartbeat(self, due: int) -> None:
+        if not self.alive or due != self.hb_due:
+            return
+        run = self.run
+        now = run.now
+        closed, started = self.closed, self.started
+        response = run.handle(self.request(self.epoch))
+        code = response.error_code
+        self.hb_last = now
+        if code == NONE:
+            self.epoch = response.member_epoch
+            closed.clear()
+            started.clear()
+            # Every partition asked is confirmed, started or not (a grant can be taken back
+            # before the member started it: it must still confirm, docs/engine.md).
+            self.closing.update((tp.topic, tp.partition) for tp in response.close)
+            for topic_partition in response.start:
+                tp = (topic_partition.topic, topic_partition.partition)
+                if tp not in self.consuming:
+                    self.consuming.add(tp)
+                    started.add(tp)
+            if response.group_state == "Stable":
+                self.group.generation_completed(self.epoch)
+            self.confirm_closes()
+            if self.hb_due == due:  # nothing to confirm: the next regular or quiet tick
+                busy = response.group_state != "Stable" or self.closing
+                self.schedule_heartbeat(
+                    now + (self.heartbeat_ms if busy else self.quiet_heartbeat_ms)
+                )
+        elif code == Errors.UNKNOWN_MEMBER_ID:
+            # Removed (its session expired while it was away): it lost everything.
+            self.consuming.clear()
+            self.closing.clear()
+            closed.clear()
+            started.clear()
+            self.member_id = self.new_id()
+            self.epoch = 0
+            self.schedule_heartbeat(now + self.heartbeat_ms)
+        else:
+            self.group.summary.fatal_errors += 1
+            self.die()
+
+    def confirm_closes(self) -> None:
+        """Stop the partitions asked to close, commit their positions, confirm at once (the
+        seed's consumer), unless the processing is stalled. A start to confirm goes at once
+        too (after the OffsetFetch a real consumer makes first)."""
+        if self.closing and not self.stalled:
+            closing = self.closing
+            self.commit(closing & self.consuming)
+            self.consuming -= closing
+            self.closed |= closing
+            self.closing = set()
+        if self.closed or self.started:
+            self.schedule_heartbeat(self.run.now + 1 + self.run.rng.randrange(20))
+
+    # -- commits -------------------------------------------------------------------------------
+
+    def commit(self, partitions: set[TopicPartitionPair]) -> None:
+        if not partitions or self.epoch <= 0:
+            return
+        run = self.run
+        position = (run.now - START_MS) * RECORDS_PER_SECOND // SECOND_MS
+        response = run.handle(
+            OffsetCommitRequest(
+                group_id=self.group.spec.group_id,
+                generation_id=self.epoch,
+                member_id=self.member_id,
+                offsets=tuple(
+                    PartitionOffset(topic=topic, partition=partition, offset=position + partition)
+                    for topic, partition in sorted(partitions)
+                ),
+            )
+        )
+        if all(result.error_code == NONE for result in response.partitions):
+            self.group.summary.commits += 1
+
+    def commit_tick(self, due: int) -> None:
+        run = self.run
+        if not self.alive or due != self.commit_due or run.draining:
+            return
+        if not self.stalled:
+            self.commit(self.consuming - self.closing)
+        self.commit_due = run.now + run.commit_interval_ms
+        run.at(self.commit_due, self.commit_tick, self.commit_due)
+
+
+def _topic_partitions(partitions: set[TopicPartitionPair]) -> tuple[TopicPartition, ...]:
+    return tuple(TopicPartition(topic=topic, partition=p) for topic, p in sorted(partitions))
+
+
 # ---------------------------------------------------------------- a group
 
 
@@ -886,9 +1144,10 @@ class _GroupRun:
         self.summary = GroupSummary(
             group_id=spec.group_id,
             coordinator=run.index,
-            assignor=spec.assignors[0] if spec.assignors else None,
+            assignor=spec.assignors[0] if spec.assignors else "handoff" if spec.handoff else None,
             cooperative=spec.cooperative,
             static_members=spec.static,
+            handoff=spec.handoff,
         )
 
     # -- membership ----------------------------------------------------------------------------
@@ -930,7 +1189,7 @@ class _GroupRun:
             return
         self.up = True
         self.last_generation = 0
-        if not self.spec.assignors:
+        if self.spec.offsets_only:
             self.job(run.now + run.rng.randrange(HOUR_MS, 5 * HOUR_MS))
             return
         low, high = self.spec.dynamic
@@ -1028,7 +1287,7 @@ class _GroupRun:
 
     @property
     def churnable(self) -> bool:
-        return self.up and bool(self.spec.assignors)
+        return self.up and not self.spec.offsets_only
 
     def act(self) -> None:
         """One churn action, chosen at random among those that fit the group now."""
@@ -1156,6 +1415,73 @@ class _GroupRun:
         )
 
 
+class _HandoffGroupRun(_GroupRun):
+    """A handoff application: the same churn as a classic one where it applies (members join,
+    leave, crash, are slow; the partition store reports topic growth itself), none of the
+    static members' or assignors' actions, which the mode does not have."""
+
+    members: list[_HandoffMember]  # type: ignore[assignment]
+
+    def start_member(self, instance_id: str | None, delay_ms: int, *, restart: bool) -> None:
+        self.started += 1
+        self.summary.joins += 1
+        member = _HandoffMember(self, f"{self.spec.group_id}-{self.started}", len(self.members) + 1)
+        self.members.append(member)
+        member.start(delay_ms)
+
+    def act(self) -> None:
+        rng = self.run.rng
+        members = self.members
+        low, high = self.spec.dynamic
+        choices: list[tuple[Callable[[], None], int]] = []
+        if len(members) < high:
+            choices.append(
+                (lambda: self.start_member(None, 0, restart=False), 12 if len(members) < low else 5)
+            )
+        if members:
+            choices.append(
+                (
+                    lambda: members[rng.randrange(len(members))].close(),
+                    5 if len(members) > low else 1,
+                )
+            )
+            choices.append((lambda: members[rng.randrange(len(members))].crash(), 4))
+            ready = [m for m in members if not m.stalled]
+            if ready:
+                member = ready[rng.randrange(len(ready))]
+                choices.append(
+                    (
+                        lambda: member.stall(
+                            int(self.spec.max_poll_interval_ms * (0.1 + 0.5 * rng.random()))
+                        ),
+                        3,
+                    )
+                )
+        if not choices:
+            return
+        actions = [action for action, _ in choices]
+        (action,) = rng.choices(actions, weights=[weight for _, weight in choices])
+        action()
+
+    def notice_metadata(self, topic: str) -> None:
+        """The partition store told the engine already (``grow_topic``), which re-planned;
+        members learn their new partitions at their next heartbeat."""
+        if self.members and not self.run.draining:
+            self.summary.partition_changes += 1
+
+    def settled(self) -> bool:
+        view = self.run.coordinator.group(self.spec.group_id)
+        members = self.members
+        if not members:
+            return view is None or not view.members
+        return (
+            isinstance(view, HandoffGroupView)
+            and view.state is HandoffState.STABLE
+            and len(view.members) == len(members)
+            and all(m.settled and not m.stalled for m in members)
+        )
+
+
 # ---------------------------------------------------------------- a coordinator
 
 
@@ -1172,7 +1498,15 @@ class _Plan:
     record_log: str | None = None  # where the full record stream goes (an SqliteLog file)
 
 
-_WAKING_EVENTS = (StateChanged, GenerationStarted, MemberRemoved, StaticMemberReplaced)
+_WAKING_EVENTS = (
+    StateChanged,
+    GenerationStarted,
+    MemberRemoved,
+    StaticMemberReplaced,
+    HandoffPlanMade,
+    HandoffPartitionsClosing,
+    HandoffPartitionsGranted,
+)
 
 
 class _LatestRecords:
@@ -1251,7 +1585,7 @@ class _CoordinatorRun:
         self.draining = False
         self.partitions = dict(TOPICS)
         self.groups = {
-            spec.group_id: _GroupRun(self, spec, number)
+            spec.group_id: (_HandoffGroupRun if spec.handoff else _GroupRun)(self, spec, number)
             for number, spec in enumerate(plan.groups, start=1)
         }
         self.cleanups = self.offsets_expired = self.groups_expired = 0
@@ -1328,6 +1662,7 @@ class _CoordinatorRun:
             return
         topic, count = change
         self.partitions[topic] = count
+        self.coordinator.set_topic_partitions(topic, count, self.now)  # the partition store
         for group in self.groups.values():
             if topic in group.spec.topics and group.members:
                 delay = self.rng.randrange(SECOND_MS, METADATA_MAX_AGE_MS)
@@ -1337,6 +1672,8 @@ class _CoordinatorRun:
 
     def begin(self) -> None:
         rng = self.rng
+        for topic, count in self.partitions.items():  # the handoff groups' partition store
+            self.coordinator.set_topic_partitions(topic, count, self.now)
         for group in self.groups.values():
             if group.spec.daily:
                 first = 7 * HOUR_MS + rng.randrange(2 * HOUR_MS)
@@ -1354,7 +1691,8 @@ class _CoordinatorRun:
         self.draining = True
         for group in self.groups.values():
             for member in group.members:
-                member.crash_on = None
+                if isinstance(member, _Member):
+                    member.crash_on = None
 
     def settled(self) -> bool:
         return all(group.settled() for group in self.groups.values())
@@ -1423,7 +1761,14 @@ _NESTED = {
     AssignmentStored: ("partitions", "assignment"),
     OffsetsRemoved: ("partitions", "partitions"),
     OffsetsCommitted: ("offsets", "offsets"),
+    HandoffPlanMade: ("assignment", "assignment"),
+    HandoffPartitionsClosing: ("partitions", "partitions"),
+    HandoffPartitionsClosed: ("partitions", "partitions"),
+    HandoffPartitionsGranted: ("partitions", "partitions"),
+    HandoffPartitionsStarted: ("partitions", "partitions"),
 }
+#: Fields that land in a column of another name (``row_of``'s renames): (field, column).
+_RENAMED = (("new_member_id", "member_id"), ("epoch", "generation_id"))
 
 
 def _copied(cls: type[GroupEvent]) -> tuple[tuple[str, str], ...]:
@@ -1432,8 +1777,9 @@ def _copied(cls: type[GroupEvent]) -> tuple[tuple[str, str], ...]:
     (StaticMemberReplaced names it ``new_member_id``)."""
     names = [f.name for f in dataclasses.fields(cls)]
     pairs = [(n, n) for n in names if n in HISTORY_SCHEMA.names and n not in _DERIVED_COLUMNS]
-    if "member_id" not in names and "new_member_id" in names:
-        pairs.append(("member_id", "new_member_id"))
+    for name, column in _RENAMED:
+        if name in names and column not in names:
+            pairs.append((column, name))
     return tuple(pairs)
 
 
@@ -1533,7 +1879,9 @@ class _HistoryRows:
     per event (which was most of the cost of a row)."""
 
     def __init__(self) -> None:
-        self.of_type = {cls: _RowsOfType(cls) for cls in EVENT_TYPES.values()}
+        self.of_type = {
+            cls: _RowsOfType(cls) for cls in (*EVENT_TYPES.values(), *HANDOFF_EVENT_TYPES.values())
+        }
         self.count = 0
 
     def __len__(self) -> int:
@@ -1607,7 +1955,7 @@ def _quotas(events: int, weights: list[int]) -> list[int]:
 def _partition_changes(rng: random.Random) -> tuple[tuple[int, str, int], ...]:
     """Topics growing at random times over the span (Kafka only ever adds partitions)."""
     counts = dict(TOPICS)
-    topics = sorted({t for spec in GROUPS if spec.assignors for t in spec.topics})
+    topics = sorted({t for spec in GROUPS if not spec.offsets_only for t in spec.topics})
     times = sorted(
         START_MS + rng.randrange(HOUR_MS, SPAN_MS)
         for _ in range(PARTITION_CHANGES_PER_DAY * SPAN_MS // DAY_MS)

@@ -26,6 +26,7 @@ from django.core.management import call_command
 
 from coordinator_engine import GroupCoordinator, SqliteLog
 from coordinator_engine.client import CLOSE_REASON
+from coordinator_engine.events import HANDOFF_EVENT_TYPES
 from spark_tasks.schema import HISTORY_SCHEMA
 from webapp.analysis.export import HistoryDirError
 from webapp.analysis.generate import (
@@ -49,6 +50,7 @@ EVENT_TYPES = {
     "OffsetsCommitted",
     "OffsetsRemoved",
     "GroupRemoved",
+    *HANDOFF_EVENT_TYPES,
 }
 ADMIN_REBALANCE = "an admin requested a rebalance"
 
@@ -150,10 +152,18 @@ def test_the_generators_own_counts_agree_with_the_events(
         counts[r["type"], r["reason"]] += 1
         if r["type"] == "MemberRemoved" and r["reason"] == "left":
             counts["left", r["detail"]] += 1
-    assert len(history.groups) == 12
+    assert len(history.groups) == 14
     for group in history.groups:
         counts = per_group[group.group_id]
         assert group.fatal_errors == 0
+        if group.handoff:
+            # Epochs a member was told were Stable: some plans settle between two heartbeats.
+            assert 0 < group.generations <= counts["HandoffPlanMade"], group.group_id
+            assert group.joins == counts["HandoffMemberJoined"], group.group_id
+            assert group.leaves == counts["MemberRemoved", "left"], group.group_id
+            assert group.commits == counts["OffsetsCommitted"], group.group_id
+            assert counts["AssignmentStored"] == counts["GenerationStarted"] == 0
+            continue
         assert group.generations == counts["AssignmentStored"], group.group_id
         assert group.commits == counts["OffsetsCommitted"], group.group_id
         assert group.admin_rebalances == counts["StateChanged", ADMIN_REBALANCE]
@@ -161,7 +171,7 @@ def test_the_generators_own_counts_agree_with_the_events(
         assert group.leaves == counts["left", CLOSE_REASON]
         assert group.offset_deletions == counts["OffsetsRemoved", "deleted"]
         assert group.group_deletions == counts["GroupRemoved", "deleted"]
-    consumer_groups = [g for g in history.groups if g.assignor is not None]
+    consumer_groups = [g for g in history.groups if g.assignor is not None and not g.handoff]
     assert {g.assignor for g in consumer_groups} == {
         "range",
         "roundrobin",
@@ -175,6 +185,38 @@ def test_the_generators_own_counts_agree_with_the_events(
         assert all(getattr(g, field) > 0 for g in consumer_groups if g.static_members), field
     assert sum(g.partition_changes for g in consumer_groups) > 0
     assert history.cleanups > 0 and history.offsets_expired > 0 and history.groups_expired > 0
+    handoff_groups = [g for g in history.groups if g.handoff]
+    assert {g.group_id for g in handoff_groups} == {"orders-handoff", "inventory-handoff"}
+    for field in ("joins", "leaves", "crashes", "slow_members", "generations", "commits"):
+        assert all(getattr(g, field) > 0 for g in handoff_groups), field
+
+
+def test_a_handoff_groups_partition_is_never_held_by_two_members(
+    rows: list[dict[str, Any]],
+) -> None:
+    """Seed 004's promise, read back from the generated events: a partition is granted only
+    once its previous holder closed it or was removed; the plans carry the epoch."""
+    held: dict[str, dict[tuple[str, int], str]] = {}
+    states: set[str] = set()
+    for r in rows:
+        group = held.setdefault(r["group_id"], {})
+        partitions = [(p["topic"], p["partition"]) for p in r["partitions"] or ()]
+        if r["type"] == "HandoffPartitionsGranted":
+            for tp in partitions:
+                assert tp not in group, (r, group[tp])
+                group[tp] = r["member_id"]
+        elif r["type"] == "HandoffPartitionsClosed":
+            for tp in partitions:
+                assert group.pop(tp) == r["member_id"], r
+        elif r["type"] == "MemberRemoved":
+            for tp in [tp for tp, member in group.items() if member == r["member_id"]]:
+                del group[tp]
+        elif r["type"] == "HandoffPlanMade":
+            assert r["generation_id"] > 0 and r["assignment"] is not None, r
+        elif r["type"] == "StateChanged" and r["group_id"].endswith("-handoff"):
+            states.add(r["to_state"])
+    assert states >= {"Starting", "Stable", "Closing"}
+    assert sum(r["type"] == "HandoffPartitionsGranted" for r in rows) > 0
 
 
 def test_the_same_seed_gives_the_same_history_whatever_the_jobs(

@@ -1,0 +1,169 @@
+"""Duplicate consumption: records a partition's next owner processes again.
+
+Theory of operation
+===================
+
+A consumer commits the position it has processed up to; a partition's next owner starts from
+the last commit. When the old owner gives the partition up itself — an eager member commits
+and revokes before it rejoins, a cooperative one commits what it revokes, a handoff member
+commits and then confirms the close, a member that leaves commits first — the next owner
+starts where it stopped: nothing is processed twice. When the coordinator *removes* a member
+holding partitions instead (``FORCED_REMOVALS``: its session expired, it missed the join
+phase or the sync, an admin removed it, or its poll loop was too slow and it left with Kafka's
+poll-timeout reason), whatever it processed after its last commit of a partition is processed
+again by the partition's next owner: a **duplicate-consumption window**.
+
+Each window is one (removed member, partition it held): the partitions it held are those of
+the last ``AssignmentStored`` before its removal (classic groups) or those granted to it and
+not closed (handoff groups, ``spark_tasks.handoff.handoff_holdings``). The window runs from its
+last commit of the partition before the removal (or, if it never committed it, from when it got
+the partition) to the last moment it is known to have been alive: its removal, or for a
+session timeout its last heartbeat (the removal less its session timeout; clamped at the
+window's start). ``records`` estimates what was processed twice: the window times the rate at
+which its own last two commits of the partition advanced (null with fewer than two).
+
+A static member replaced by its own restart (``fenced``) is not counted: its partitions pass
+to its next incarnation with the committed offsets, the old process being gone.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from coordinator_engine.client import POLL_TIMEOUT_REASON
+from coordinator_engine.events import RemovalReason
+
+__all__ = ["FORCED_REMOVALS", "classic_holdings", "duplicate_windows", "forced_removals"]
+
+FORCED_REMOVALS = tuple(
+    reason.value
+    for reason in (
+        RemovalReason.SESSION_TIMEOUT,
+        RemovalReason.JOIN_TIMEOUT,
+        RemovalReason.REBALANCE_TIMEOUT,
+        RemovalReason.SYNC_TIMEOUT,
+        RemovalReason.REMOVED_BY_ADMIN,
+    )
+)
+
+
+def forced_removals(history: DataFrame) -> DataFrame:
+    """The removals that open windows: (group_id, member_id, seq, at_ms, reason)."""
+    forced = F.col("reason").isin(*FORCED_REMOVALS) | (
+        (F.col("reason") == RemovalReason.LEFT.value) & (F.col("detail") == POLL_TIMEOUT_REASON)
+    )
+    return history.where((F.col("type") == "MemberRemoved") & forced).select(
+        "group_id", "member_id", "seq", "at_ms", "reason"
+    )
+
+
+def classic_holdings(removals: DataFrame, assignments: DataFrame) -> DataFrame:
+    """What each removed member of a classic group held: its partitions in the group's last
+    ``AssignmentStored`` before its removal (``assignments``: ``assignments_of``'s rows).
+    Columns as ``handoff_holdings``: group_id, member_id, topic, partition, granted_ms (when
+    that assignment was stored), and the removal's seq, at_ms and reason."""
+    stored = assignments.select("group_id", "seq", "at_ms").distinct()
+    so_far = (
+        Window.partitionBy("group_id")
+        .orderBy("seq")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    bounds = (
+        removals.select(
+            "group_id",
+            "seq",
+            F.struct("member_id", "seq", "at_ms", "reason").alias("_removal"),
+        )
+        .unionByName(
+            stored.select("group_id", "seq", F.lit(None).alias("_removal")),
+            allowMissingColumns=True,
+        )
+        .withColumn(
+            "_stored_seq",
+            F.last(F.when(F.col("_removal").isNull(), F.col("seq")), True).over(so_far),
+        )
+        .where(F.col("_removal").isNotNull() & F.col("_stored_seq").isNotNull())
+        .select(
+            "group_id",
+            F.col("_stored_seq").alias("seq"),
+            F.col("_removal.member_id").alias("member_id"),
+            F.col("_removal").alias("_removal"),
+        )
+    )
+    return assignments.join(F.broadcast(bounds), ["group_id", "seq", "member_id"]).select(
+        "group_id",
+        "member_id",
+        "topic",
+        "partition",
+        F.col("at_ms").alias("granted_ms"),
+        F.col("_removal.seq").alias("seq"),
+        F.col("_removal.at_ms").alias("at_ms"),
+        F.col("_removal.reason").alias("reason"),
+    )
+
+
+def _session_timeouts(history: DataFrame) -> DataFrame:
+    """Each member's session timeout, from its latest join."""
+    joins = history.where(F.col("type").isin("MemberJoined", "HandoffMemberJoined"))
+    return joins.groupBy("group_id", "member_id").agg(
+        F.max_by("session_timeout_ms", "seq").alias("session_timeout_ms")
+    )
+
+
+def duplicate_windows(history: DataFrame, holdings: DataFrame, protocols: DataFrame) -> DataFrame:
+    """One row per window (module docstring): group_id, rebalance_protocol (the group's, from
+    ``protocols``: group_id → rebalance_protocol), member_id, reason, topic, partition,
+    committed_ms (null: never committed), window_start_ms, window_end_ms, window_ms, records."""
+    removed = holdings.select("group_id", "member_id").distinct()
+    commits = (
+        history.where(F.col("type") == "OffsetsCommitted")
+        .join(F.broadcast(removed), ["group_id", "member_id"], "left_semi")
+        .select("group_id", "member_id", "seq", "at_ms", F.explode("offsets").alias("_o"))
+        .select(
+            "group_id",
+            "member_id",
+            "seq",
+            "at_ms",
+            F.col("_o.topic").alias("topic"),
+            F.col("_o.partition").alias("partition"),
+            F.col("_o.offset").alias("offset"),
+        )
+    )
+    keys = ["group_id", "member_id", "topic", "partition"]
+    in_partition = Window.partitionBy(*keys).orderBy("seq")
+    commits = commits.withColumn("_previous", F.lag(F.struct("at_ms", "offset")).over(in_partition))
+    last_commit = (
+        holdings.select(*keys, F.col("seq").alias("_removed_seq"))
+        .join(commits, keys)
+        .where(F.col("seq") < F.col("_removed_seq"))
+        .groupBy(*keys, "_removed_seq")
+        .agg(F.max(F.struct("seq", "at_ms", "offset", "_previous")).alias("_commit"))
+    )
+    commit = F.col("_commit")
+    elapsed = commit["at_ms"] - commit["_previous"]["at_ms"]
+    rate = F.when(elapsed > 0, (commit["offset"] - commit["_previous"]["offset"]) / elapsed)
+    start = F.coalesce(commit["at_ms"], F.col("granted_ms"))
+    alive_until = F.when(
+        F.col("reason") == RemovalReason.SESSION_TIMEOUT.value,
+        F.col("at_ms") - F.coalesce("session_timeout_ms", F.lit(0)),
+    ).otherwise(F.col("at_ms"))
+    end = F.greatest(alive_until, start)
+    return (
+        holdings.join(last_commit.withColumnRenamed("_removed_seq", "seq"), [*keys, "seq"], "left")
+        .join(F.broadcast(_session_timeouts(history)), ["group_id", "member_id"], "left")
+        .join(F.broadcast(protocols), "group_id", "left")
+        .select(
+            "group_id",
+            "rebalance_protocol",
+            "member_id",
+            "reason",
+            "topic",
+            "partition",
+            commit["at_ms"].alias("committed_ms"),
+            start.alias("window_start_ms"),
+            end.alias("window_end_ms"),
+            (end - start).alias("window_ms"),
+            F.round(rate * (end - start)).cast("long").alias("records"),
+        )
+    )

@@ -1,0 +1,441 @@
+"""Handoff groups (seed 004) in the rebalance report, measured as the classic groups are.
+
+Theory of operation
+===================
+
+A handoff group (docs/engine.md, "Handoff groups") does not rebalance by Kafka's protocol: the
+coordinator plans the assignment and moves each partition by a confirmed close on its old owner,
+then a grant to its new one. Its events are ``StateChanged`` between seed 004's states
+(Initial, Starting, Stable, Closing; Dead at deletion), ``HandoffPlanMade`` (the epoch in
+``generation_id``, every target in ``assignment``), ``HandoffPartitionsClosing`` / ``Closed`` /
+``Granted`` / ``Started`` (``member_id`` and ``partitions``), ``HandoffMemberJoined`` and
+``MemberRemoved``. This module turns them into rows of the report's own tables, so that the
+three ways to rebalance (eager, cooperative, handoff) are compared on the same figures:
+
+- **A handoff rebalance** starts when the group leaves Stable or Initial for Closing or
+  Starting (its id is that ``StateChanged``'s ``seq``) and ends at its first move to Stable
+  (completed) or Dead; ``join_ms`` is its time in Closing (the old owners close: Kafka's
+  revocation), ``sync_ms`` its time in Starting (the grants are confirmed); ``restarts``
+  counts Starting → Closing (a new plan before the last one was started); ``generations``
+  the plans it made (``generation_id`` the last epoch). ``rebalance_protocol`` and
+  ``protocol_name`` are ``handoff``.
+- **Which rebalance an event belongs to.** One engine call emits its events together, the
+  ``StateChanged`` last (membership, plan, closes, grants, then the state). An event belongs to
+  the rebalance that a start in its own call opens, else to the rebalance open when it
+  happened (started and not ended before it), else to none.
+- **Cause**: the membership event of the start's call (``HandoffMemberJoined`` →
+  ``member_joined``, a ``MemberRemoved`` by its reason as for classic groups); a start without
+  one is a ``metadata_change`` (a topic's partition count changed, or a switch came back on).
+- **Partitions**: its before assignment is the last plan before its start, its after
+  assignment its last plan (known when it completed); moved, kept and stickiness compare
+  their owners as for classic groups (``partition_moves``). ``members_before`` /
+  ``members_after`` count the members those plans give partitions to.
+- **Unavailability**: a partition is *revoked* when its owner is asked to close it
+  (``HandoffPartitionsClosing``) or when its owner is removed holding it (granted and not
+  closed: a crashed member's partitions are released, as the seed counts them closed); it is
+  unavailable until the next ``HandoffPartitionsGranted`` of it in the group (``assigned``), or
+  until the rebalance ends without granting it (``group_emptied``: nobody subscribes to it any
+  more), or it stays open at the end of the history. Several revocations before one grant (a
+  close, then its owner crashed) are one interval, from the first.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from coordinator_engine.events import RemovalReason
+
+__all__ = [
+    "HANDOFF_PROTOCOL",
+    "handoff_events",
+    "handoff_holdings",
+    "handoff_partition_changes",
+    "handoff_rebalances",
+    "handoff_unavailability",
+]
+
+HANDOFF_PROTOCOL = "handoff"
+
+INITIAL, STARTING, STABLE, CLOSING, DEAD = "Initial", "Starting", "Stable", "Closing", "Dead"
+
+_HANDOFF_TYPES = (
+    "HandoffMemberJoined",
+    "HandoffPlanMade",
+    "HandoffPartitionsClosing",
+    "HandoffPartitionsClosed",
+    "HandoffPartitionsGranted",
+    "HandoffPartitionsStarted",
+)
+_TYPES = (*_HANDOFF_TYPES, "StateChanged", "MemberRemoved")
+
+_REMOVAL_CAUSES = {
+    RemovalReason.LEFT.value: "member_left",
+    RemovalReason.SESSION_TIMEOUT.value: "session_timeout",
+    RemovalReason.REMOVED_BY_ADMIN.value: "admin_action",
+}
+
+
+def _is(kind: str) -> Column:
+    return F.col("type") == kind
+
+
+def _is_start() -> Column:
+    return (
+        _is("StateChanged")
+        & F.col("from_state").isin(STABLE, INITIAL)
+        & F.col("to_state").isin(CLOSING, STARTING)
+    )
+
+
+def _is_end() -> Column:
+    return _is("StateChanged") & F.col("to_state").isin(STABLE, DEAD)
+
+
+def handoff_events(history: DataFrame) -> DataFrame:
+    """The events of handoff groups this module reads (a group is a handoff group when the
+    history holds a handoff event of it), each with ``rebalance_id`` (see the module
+    docstring; null outside a rebalance)."""
+    groups = history.where(F.col("type").isin(*_HANDOFF_TYPES)).select("group_id").distinct()
+    events = history.where(F.col("type").isin(*_TYPES)).join(
+        F.broadcast(groups), "group_id", "left_semi"
+    )
+    events = events.select(
+        "group_id",
+        "seq",
+        "at_ms",
+        "type",
+        "from_state",
+        "to_state",
+        "reason",
+        "member_id",
+        "generation_id",
+        "assignment",
+        "partitions",
+    )
+    in_group = Window.partitionBy("group_id").orderBy("seq")
+    so_far = in_group.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    before = in_group.rowsBetween(Window.unboundedPreceding, -1)
+    in_call = (
+        Window.partitionBy("group_id", "at_ms")
+        .orderBy("seq")
+        .rowsBetween(Window.currentRow, Window.unboundedFollowing)
+    )
+    start = F.when(_is_start(), F.col("seq"))
+    last_start = F.last(start, ignorenulls=True).over(so_far)
+    last_end = F.last(F.when(_is_end(), F.col("seq")), ignorenulls=True).over(before)
+    open_start = F.when(last_start > F.coalesce(last_end, F.lit(-1)), last_start)
+    return events.withColumn(
+        "rebalance_id", F.coalesce(F.first(start, ignorenulls=True).over(in_call), open_start)
+    )
+
+
+def _plans(events: DataFrame) -> DataFrame:
+    """Every plan's (group_id, seq, member_id, topic, partition) rows."""
+    return (
+        events.where(_is("HandoffPlanMade"))
+        .select("group_id", "seq", F.explode("assignment").alias("_owned"))
+        .select(
+            "group_id",
+            "seq",
+            F.col("_owned.member_id").alias("member_id"),
+            F.col("_owned.topic").alias("topic"),
+            F.col("_owned.partition").alias("partition"),
+        )
+    )
+
+
+def _plan_before(rebalances: DataFrame, events: DataFrame) -> DataFrame:
+    """(group_id, rebalance_id, before_seq): the last plan before each rebalance, that is
+    before the engine call that started it (whose own plan comes first in that call)."""
+    first_seqs = (
+        events.where(F.col("rebalance_id").isNotNull())
+        .groupBy("group_id", "rebalance_id")
+        .agg(F.min("seq").alias("seq"))
+        .join(rebalances.select("group_id", "rebalance_id"), ["group_id", "rebalance_id"])
+    )
+    plans = events.where(_is("HandoffPlanMade")).select(
+        "group_id", "seq", F.lit(None).cast("long").alias("rebalance_id")
+    )
+    before = Window.partitionBy("group_id").orderBy("seq", F.col("rebalance_id").asc_nulls_last())
+    return (
+        first_seqs.unionByName(plans)
+        .withColumn(
+            "before_seq",
+            F.last(F.when(F.col("rebalance_id").isNull(), F.col("seq")), True).over(
+                before.rowsBetween(Window.unboundedPreceding, -1)
+            ),
+        )
+        .where(F.col("rebalance_id").isNotNull())
+        .select("group_id", "rebalance_id", "before_seq")
+    )
+
+
+def handoff_rebalances(events: DataFrame) -> DataFrame:
+    """One row per handoff rebalance (``handoff_events`` in), with the rebalance table's
+    columns up to ``members_after`` and, to find its partitions, ``before_seq`` /
+    ``after_seq`` (the plans that bound it)."""
+    inside = events.where(F.col("rebalance_id").isNotNull())
+    state_rows = Window.partitionBy("group_id").orderBy("seq")
+    states = events.where(_is("StateChanged")).select(
+        "group_id",
+        "seq",
+        "to_state",
+        (F.lead("at_ms").over(state_rows) - F.col("at_ms")).alias("_lasted_ms"),
+    )
+    membership = _is("HandoffMemberJoined") | _is("MemberRemoved")
+    cause = (
+        F.when(_is("HandoffMemberJoined"), F.lit("member_joined"))
+        .otherwise(
+            F.coalesce(
+                F.create_map(*[F.lit(x) for pair in _REMOVAL_CAUSES.items() for x in pair])[
+                    F.col("reason")
+                ],
+                F.lit("other"),
+            )
+        )
+        .alias("cause")
+    )
+    with_states = inside.join(states, ["group_id", "seq", "to_state"], "left")
+    grouped = with_states.groupBy("group_id", "rebalance_id").agg(
+        F.first(
+            F.when(_is_start(), F.struct("at_ms", "from_state", "reason")), ignorenulls=True
+        ).alias("start"),
+        F.min(F.when(_is_end(), F.struct("seq", "at_ms", "to_state"))).alias("end"),
+        F.min(F.when(membership, F.struct("seq", "at_ms", cause, "member_id"))).alias("_member"),
+        F.sum(F.when(F.col("to_state") == CLOSING, F.col("_lasted_ms"))).alias("join_ms"),
+        F.sum(F.when(F.col("to_state") == STARTING, F.col("_lasted_ms"))).alias("sync_ms"),
+        F.sum(
+            ((F.col("from_state") == STARTING) & (F.col("to_state") == CLOSING)).cast("int")
+        ).alias("restarts"),
+        F.sum(_is("HandoffPlanMade").cast("int")).alias("generations"),
+        F.max(F.when(_is("HandoffPlanMade"), F.col("generation_id"))).alias("generation_id"),
+        F.max(F.when(_is("HandoffPlanMade"), F.col("seq"))).alias("_last_plan"),
+    )
+    completed = F.coalesce(F.col("end.to_state") == STABLE, F.lit(False))
+    started_by = F.col("_member.at_ms") == F.col("start.at_ms")
+    rebalances = grouped.where(F.col("start").isNotNull()).select(
+        "group_id",
+        "rebalance_id",
+        F.col("start.at_ms").alias("start_ms"),
+        F.col("start.from_state").alias("from_state"),
+        F.col("start.reason").alias("reason"),
+        F.when(started_by, F.col("_member.cause")).otherwise("metadata_change").alias("cause"),
+        F.when(started_by, F.col("_member.member_id")).alias("cause_member_id"),
+        F.col("end.at_ms").alias("end_ms"),
+        F.col("end.to_state").alias("end_state"),
+        completed.alias("completed"),
+        F.when(completed, F.col("end.at_ms") - F.col("start.at_ms")).alias("duration_ms"),
+        F.coalesce("join_ms", F.lit(0)).cast("long").alias("join_ms"),
+        F.coalesce("sync_ms", F.lit(0)).cast("long").alias("sync_ms"),
+        F.col("restarts").cast("int").alias("restarts"),
+        F.col("generations").cast("int").alias("generations"),
+        F.col("generation_id").cast("int").alias("generation_id"),
+        F.lit(HANDOFF_PROTOCOL).alias("protocol_name"),
+        F.lit(HANDOFF_PROTOCOL).alias("rebalance_protocol"),
+        F.when(completed, F.col("_last_plan")).alias("after_seq"),
+        F.col("end.seq").alias("end_seq"),
+    )
+    plans = _plans(events)
+    members = plans.groupBy("group_id", "seq").agg(
+        F.countDistinct("member_id").cast("int").alias("members")
+    )
+    return (
+        rebalances.join(_plan_before(rebalances, events), ["group_id", "rebalance_id"], "left")
+        .join(
+            members.select(
+                "group_id",
+                F.col("seq").alias("before_seq"),
+                F.col("members").alias("members_before"),
+            ),
+            ["group_id", "before_seq"],
+            "left",
+        )
+        .join(
+            members.select(
+                "group_id", F.col("seq").alias("after_seq"), F.col("members").alias("members_after")
+            ),
+            ["group_id", "after_seq"],
+            "left",
+        )
+        .withColumns(
+            {
+                "members_before": F.coalesce("members_before", F.lit(0)),
+                "members_after": F.when(F.col("completed"), F.coalesce("members_after", F.lit(0))),
+            }
+        )
+    )
+
+
+def handoff_partition_changes(rebalances: DataFrame, events: DataFrame) -> DataFrame:
+    """Per completed handoff rebalance, each partition's owner in the plan before and after,
+    with ``moved`` and ``kept`` (the columns of ``rebalance_report.partition_changes``)."""
+    plans = _plans(events)
+    bounds = rebalances.where("completed").select(
+        "group_id", "rebalance_id", "before_seq", "after_seq"
+    )
+    before = plans.select(
+        "group_id",
+        F.col("seq").alias("before_seq"),
+        "topic",
+        "partition",
+        F.col("member_id").alias("member_before"),
+    )
+    after = plans.select(
+        "group_id",
+        F.col("seq").alias("after_seq"),
+        "topic",
+        "partition",
+        F.col("member_id").alias("member_after"),
+    )
+    owned_before = bounds.join(before, ["group_id", "before_seq"])
+    owned_after = bounds.join(after, ["group_id", "after_seq"])
+    keys = ["group_id", "rebalance_id", "topic", "partition"]
+    same = F.col("member_before").eqNullSafe(F.col("member_after"))
+    return (
+        owned_before.select(*keys, "member_before")
+        .join(owned_after.select(*keys, "member_after"), keys, "full_outer")
+        .select(
+            *keys,
+            "member_before",
+            "member_after",
+            F.col("member_before").alias("owner_before"),
+            F.col("member_after").alias("owner_after"),
+            F.lit(True).alias("after_known"),
+            (~same).alias("moved"),
+            (same & F.col("member_before").isNotNull()).alias("kept"),
+        )
+    )
+
+
+def _member_partitions(events: DataFrame, kind: str) -> DataFrame:
+    return events.where(_is(kind)).select(
+        "group_id",
+        "seq",
+        "at_ms",
+        "member_id",
+        "rebalance_id",
+        F.explode("partitions").alias("_tp"),
+    )
+
+
+def handoff_holdings(events: DataFrame) -> DataFrame:
+    """The partitions each member held when it was removed: granted to it and not closed by it
+    since (``group_id``, ``member_id``, ``topic``, ``partition``, ``granted_ms``, and the
+    removal's ``seq``, ``at_ms``, ``rebalance_id``, ``reason``)."""
+    moves = (
+        _member_partitions(events, "HandoffPartitionsGranted")
+        .withColumn("_granted", F.lit(True))
+        .unionByName(
+            _member_partitions(events, "HandoffPartitionsClosed").withColumn(
+                "_granted", F.lit(False)
+            )
+        )
+    )
+    last = moves.groupBy(
+        "group_id",
+        "member_id",
+        F.col("_tp.topic").alias("topic"),
+        F.col("_tp.partition").alias("partition"),
+    ).agg(F.max(F.struct("seq", "_granted", "at_ms")).alias("_last"))
+    removals = events.where(_is("MemberRemoved")).select(
+        "group_id", "member_id", "seq", "at_ms", "rebalance_id", "reason"
+    )
+    return (
+        last.where(F.col("_last._granted"))
+        .join(removals, ["group_id", "member_id"])
+        .where(F.col("_last.seq") < F.col("seq"))
+        .select(
+            "group_id",
+            "member_id",
+            "topic",
+            "partition",
+            F.col("_last.at_ms").alias("granted_ms"),
+            "seq",
+            "at_ms",
+            "rebalance_id",
+            "reason",
+        )
+    )
+
+
+def handoff_unavailability(
+    rebalances: DataFrame, events: DataFrame, holdings: DataFrame
+) -> DataFrame:
+    """Each revoked partition's unavailable interval (module docstring), with the columns of
+    ``rebalance_report.partition_unavailability``."""
+    tp = ["group_id", "topic", "partition"]
+    closing = _member_partitions(events, "HandoffPartitionsClosing").select(
+        "group_id",
+        "seq",
+        "at_ms",
+        "member_id",
+        "rebalance_id",
+        F.col("_tp.topic").alias("topic"),
+        F.col("_tp.partition").alias("partition"),
+        F.lit(False).alias("_grant"),
+    )
+    released = holdings.select(
+        "group_id",
+        "seq",
+        "at_ms",
+        "member_id",
+        "rebalance_id",
+        "topic",
+        "partition",
+        F.lit(False).alias("_grant"),
+    )
+    granted = _member_partitions(events, "HandoffPartitionsGranted").select(
+        "group_id",
+        "seq",
+        "at_ms",
+        "member_id",
+        "rebalance_id",
+        F.col("_tp.topic").alias("topic"),
+        F.col("_tp.partition").alias("partition"),
+        F.lit(True).alias("_grant"),
+    )
+    later = (
+        Window.partitionBy(*tp)
+        .orderBy(F.col("seq").desc())
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    timeline = (
+        closing.unionByName(released)
+        .unionByName(granted)
+        .withColumn(
+            "_next_grant",
+            F.last(F.when(F.col("_grant"), F.struct("seq", "at_ms", "member_id")), True).over(
+                later
+            ),
+        )
+    )
+    revocations = (
+        timeline.where(~F.col("_grant") & F.col("rebalance_id").isNotNull())
+        .groupBy(*tp, F.col("_next_grant.seq").alias("_grant_seq"))
+        .agg(
+            F.min(F.struct("seq", "at_ms", "member_id", "rebalance_id")).alias("_first"),
+            F.first("_next_grant").alias("_next"),
+        )
+        .withColumn("rebalance_id", F.col("_first.rebalance_id"))
+    )
+    ends = rebalances.select("group_id", "rebalance_id", "end_seq", "end_ms", "rebalance_protocol")
+    first = F.col("_first")
+    assigned = F.col("_next").isNotNull() & (
+        F.col("end_seq").isNull() | (F.col("_next.seq") <= F.col("end_seq"))
+    )
+    emptied = ~assigned & F.col("end_ms").isNotNull()
+    available_ms = F.when(assigned, F.col("_next.at_ms")).when(emptied, F.col("end_ms"))
+    return revocations.join(ends, ["group_id", "rebalance_id"]).select(
+        "group_id",
+        "rebalance_id",
+        "rebalance_protocol",
+        "topic",
+        "partition",
+        first["member_id"].alias("revoked_from"),
+        first["at_ms"].alias("revoked_ms"),
+        F.when(assigned, F.col("_next.member_id")).alias("assigned_to"),
+        available_ms.alias("available_ms"),
+        F.when(assigned, F.lit("assigned")).when(emptied, F.lit("group_emptied")).alias("ended_by"),
+        (available_ms - first["at_ms"]).alias("unavailable_ms"),
+    )
