@@ -367,6 +367,9 @@ class CoordinatorRuntime:
         self._connections: dict[tuple[str, str], str] = {}
         #: Extra listeners the host opened, by name (``kafka``): their addresses.
         self.listeners: dict[str, str] = {}
+        #: Seed 004's two outage switches as last set (:meth:`set_handoff_switches`): host
+        #: facts, not records, so told again to an engine reloaded after a fault.
+        self._handoff_switches = {"partition_store": True, "discovery": True}
 
     @classmethod
     def from_settings(cls) -> CoordinatorRuntime:
@@ -689,6 +692,7 @@ class CoordinatorRuntime:
         self._coordinator = coordinator
         coordinator.add_listener(self._on_event)
         self._ready = True
+        self._apply_handoff_switches()
         self._report_partitions()
         elapsed_ms = round((time.perf_counter() - started) * 1000)
         assert self.last_engine_fault is not None
@@ -851,6 +855,38 @@ class CoordinatorRuntime:
                     name, count, now
                 ),
             )
+
+    @property
+    def handoff_switches(self) -> dict[str, bool]:
+        """Whether the handoff groups' partition store and service discovery are up (seed 004;
+        docs/engine.md, "Outages: the two switches"): ``{"partition_store", "discovery"}``."""
+        return dict(self._handoff_switches)
+
+    def set_handoff_switches(
+        self, *, partition_store: bool | None = None, discovery: bool | None = None
+    ) -> dict[str, bool]:
+        """Switch the partition store or the service discovery of the handoff groups down
+        (False) or up (True); None leaves one as it is. While either is down no handoff group
+        makes a new plan; when both are up again each is planned once. Returns the switches."""
+        if partition_store is not None:
+            self._handoff_switches["partition_store"] = partition_store
+        if discovery is not None:
+            self._handoff_switches["discovery"] = discovery
+        self._apply_handoff_switches()
+        return self.handoff_switches
+
+    def _apply_handoff_switches(self) -> None:
+        """Tell the engine the switches (both calls: a switch coming back is what re-plans)."""
+        store = self._handoff_switches["partition_store"]
+        discovery = self._handoff_switches["discovery"]
+        self._call_engine(
+            "set_partition_store_available",
+            lambda engine, now: engine.set_partition_store_available(store, now),
+        )
+        self._call_engine(
+            "set_discovery_available",
+            lambda engine, now: engine.set_discovery_available(discovery, now),
+        )
 
     def _call_engine(self, during: str, call: Callable[[GroupCoordinator, int], T]) -> T:
         """``call(engine, now_ms)`` as every engine call is made: only while serving, a fault
