@@ -191,3 +191,13 @@ def test_a_handoff_is_drawn_closing_then_starting_and_the_switches_hold_the_plan
         expect(tile(page, 1)).to_have_attribute("data-owner", "a")
         expect(page.get_by_test_id("handoff-sets-c")).to_have_attribute("data-to-start", "events-1")
         shots(page, "store-back-up")
+
+        # The overview lists it under its handoff state.
+        page.goto(f"{server.url}/")
+        row = page.get_by_test_id(f"group-row-{GROUP}")
+        expect(row).to_be_visible(timeout=TIMEOUT_MS)
+        page.get_by_test_id("state-filter").select_option("Closing")
+        expect(row).to_be_visible()
+        expect(row.locator(".state-badge")).to_have_class(re.compile(r"\bstate-Closing\b"))
+        page.get_by_test_id("state-filter").select_option("Stable")
+        expect(row).to_have_count(0)
