@@ -37,6 +37,9 @@ passes the time into every call and moves the requests.
   error the protocol does not list → ``FatalError`` and the client stops.
 * **Close.** ``close(now)``: commit the positions of everything consumed (at most
   ``timeout_ms``), then leave with epoch −1.
+* **A lost connection.** A coordinator that watches its members' connections removes a member
+  as soon as its connection ends (the lab's discovery); a host whose connection dropped calls
+  ``connection_lost(now)``: everything is lost, and the member joins again with a fresh id.
 
 The client sends its requests to the coordinator the transport reaches (the lab's transports
 reach it directly): it does not look the coordinator up (no FindCoordinator), and retries a
@@ -327,6 +330,19 @@ class HandoffClient:
         self._closing.clear()
         self._positions.clear()
         self._to_fetch.clear()
+
+    def connection_lost(self, now_ms: int) -> None:
+        """The host's connection to the coordinator ended. A coordinator that learns of its
+        members from their connections (seed 004's discovery; the lab's server) has removed
+        this member already and may have given its partitions away: everything is lost now,
+        and the member joins again with a fresh id once it can send."""
+        now = self._tick(now_ms)
+        if self._closed or not self._joined:
+            return
+        if self._leaving:
+            self._joined = False  # gone: nothing to commit or leave any more
+            return
+        self._lose_membership("the connection to the coordinator was lost", now)
 
     # ------------------------------------------------------------------ the transport's calls
 

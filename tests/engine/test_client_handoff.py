@@ -464,3 +464,15 @@ def test_member_ids_are_drawn_like_kafka_uuids() -> None:
     assert len(client.member_id) == 22 and client.member_id != other.member_id
     with pytest.raises(ValueError, match="heartbeat_interval_ms"):
         HandoffConfig(GROUP, (TOPIC,), heartbeat_interval_ms=45000)
+
+
+def test_a_lost_connection_loses_everything_at_once(h: Harness) -> None:
+    a = h.add("a")
+    h.run(2500)
+    assert len(a.consuming) == 6
+    a.client.connection_lost(h.now)
+    h.step()
+    (lost,) = a.events_of(PartitionsLost)
+    assert len(lost.partitions) == 6 and a.consuming == {} and not a.client.consuming
+    assert a.client.member_id == "a-2"
+    assert [r.member_epoch for _, r in a.sent if isinstance(r, HandoffHeartbeatRequest)][-1] == 0

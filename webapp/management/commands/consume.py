@@ -437,8 +437,15 @@ class Command(BaseCommand):
             )
         )
         await transport.start()
+        connections = 0
         try:
             while not stopping.is_set():
+                if isinstance(client, HandoffClient):
+                    # The server removes a handoff member as soon as its socket ends: a dropped
+                    # (or replaced) socket means everything held is someone else's now.
+                    if not transport.connected or transport.connections != connections:
+                        client.connection_lost(monotonic_ms())
+                    connections = transport.connections
                 consumption.step(client, monotonic_ms())
                 driver.poll()
                 with contextlib.suppress(TimeoutError):
