@@ -738,7 +738,7 @@ class HandoffClient:
         positions: dict[TP, int] = {}
         for data in response.partitions:
             tp = (data.topic, data.partition)
-            if tp not in self._to_fetch or data.error_code not in (_NONE,):
+            if tp not in self._to_fetch or data.error_code != _NONE:
                 continue
             if data.offset >= 0:
                 self._committed[tp] = data.offset
