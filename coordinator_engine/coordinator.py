@@ -283,14 +283,15 @@ class GroupCoordinator:
         self._ctx.drain()
 
     @property
+    def discovery_available(self) -> bool:
+        """Whether seed 004's service discovery is reachable (`set_discovery_available`):
+        a host that learns of departures from its discovery acts on them only while it is."""
+        return self._handoff.discovery_available
+
+    @property
     def partition_store_available(self) -> bool:
         """Whether seed 004's partition store is reachable (`set_partition_store_available`)."""
         return self._handoff.partition_store_available
-
-    @property
-    def discovery_available(self) -> bool:
-        """Whether seed 004's service discovery is reachable (`set_discovery_available`)."""
-        return self._handoff.discovery_available
 
     def group_ids(self) -> list[str]:
         """Ids of every group this coordinator holds, sorted."""

@@ -740,3 +740,13 @@ def test_the_public_package_exports_the_handoff_names() -> None:
 
     for name in ("HandoffHeartbeatRequest", "HandoffHeartbeatResponse", "HandoffState"):
         assert name in coordinator_engine.__all__
+
+
+def test_the_switches_are_read_back_from_the_facade() -> None:
+    coord = GroupCoordinator(CoordinatorConfig(), now_ms=0)
+    assert coord.discovery_available and coord.partition_store_available
+    coord.set_discovery_available(False, 10)
+    coord.set_partition_store_available(False, 10)
+    assert not coord.discovery_available and not coord.partition_store_available
+    coord.set_discovery_available(True, 20)
+    assert coord.discovery_available and not coord.partition_store_available
