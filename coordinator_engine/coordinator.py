@@ -282,6 +282,17 @@ class GroupCoordinator:
         self._handoff.set_available(store=None, discovery=bool(available), now=now_ms)
         self._ctx.drain()
 
+    @property
+    def discovery_available(self) -> bool:
+        """Whether seed 004's service discovery is reachable (`set_discovery_available`):
+        a host that learns of departures from its discovery acts on them only while it is."""
+        return self._handoff.discovery_available
+
+    @property
+    def partition_store_available(self) -> bool:
+        """Whether seed 004's partition store is reachable (`set_partition_store_available`)."""
+        return self._handoff.partition_store_available
+
     def group_ids(self) -> list[str]:
         """Ids of every group this coordinator holds, sorted."""
         return sorted(self._groups)

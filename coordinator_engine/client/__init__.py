@@ -20,19 +20,32 @@ bridge and the tests all drive it the same way::
 See ``group_client.py`` for the theory of operation, ``events.py`` for what the host is told,
 ``state.py`` for the member's state machine and ``protocol.py`` for the consumer protocol it
 speaks (JoinGroup metadata, the leader's assignment).
+
+``HandoffClient`` (``handoff_client.py``, configured by ``HandoffConfig``) is a member of a
+handoff group (seed 004), driven the same way; it closes and starts partitions as the
+coordinator asks (``PartitionsToClose`` → ``partitions_stopped(positions)``,
+``PartitionsToStart``).
 """
 
 from __future__ import annotations
 
-from .config import COOPERATIVE_ASSIGNORS, OFFSET_RESET_POLICIES, ConsumerConfig, RebalanceProtocol
+from .config import (
+    COOPERATIVE_ASSIGNORS,
+    OFFSET_RESET_POLICIES,
+    ConsumerConfig,
+    HandoffConfig,
+    RebalanceProtocol,
+)
 from .events import (
     ClientEvent,
+    CloseConfirmed,
     CommitCompleted,
     CommitFailed,
     ConsumerRebalanceListener,
     CoordinatorDiscovered,
     CoordinatorLost,
     FatalError,
+    HandoffJoined,
     JoinedGroup,
     LeftGroup,
     MemberStateChanged,
@@ -40,7 +53,10 @@ from .events import (
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
+    PartitionsToClose,
+    PartitionsToStart,
     RebalanceStarted,
+    StartConfirmed,
 )
 from .group_client import (
     CLOSE_REASON,
@@ -52,11 +68,19 @@ from .group_client import (
     GroupClient,
     Node,
 )
+from .handoff_client import (
+    HANDOFF_CLOSE_REASON,
+    HandoffClient,
+    HandoffRequest,
+    HandoffResponse,
+    new_member_id,
+)
 from .state import TRANSITIONS, MemberState
 
 __all__ = [
     "CLOSE_REASON",
     "COOPERATIVE_ASSIGNORS",
+    "HANDOFF_CLOSE_REASON",
     "NO_GENERATION",
     "OFFSET_RESET_POLICIES",
     "POLL_TIMEOUT_REASON",
@@ -64,6 +88,7 @@ __all__ = [
     "ClientEvent",
     "ClientRequest",
     "ClientResponse",
+    "CloseConfirmed",
     "CommitCompleted",
     "CommitFailed",
     "ConsumerConfig",
@@ -73,6 +98,11 @@ __all__ = [
     "FatalError",
     "Generation",
     "GroupClient",
+    "HandoffClient",
+    "HandoffConfig",
+    "HandoffJoined",
+    "HandoffRequest",
+    "HandoffResponse",
     "JoinedGroup",
     "LeftGroup",
     "MemberState",
@@ -82,6 +112,10 @@ __all__ = [
     "PartitionsAssigned",
     "PartitionsLost",
     "PartitionsRevoked",
+    "PartitionsToClose",
+    "PartitionsToStart",
     "RebalanceProtocol",
     "RebalanceStarted",
+    "StartConfirmed",
+    "new_member_id",
 ]

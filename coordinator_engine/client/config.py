@@ -33,11 +33,13 @@ class RebalanceProtocol(enum.Enum):
     COOPERATIVE = "COOPERATIVE"
 
 
-def _check_ms(name: str, value: Any, lo: int, hi: int = INT32_MAX) -> None:
+def _check_ms(
+    name: str, value: Any, lo: int, hi: int = INT32_MAX, owner: str = "ConsumerConfig"
+) -> None:
     if type(value) is not int:
-        raise TypeError(f"ConsumerConfig.{name} must be an int, got {type(value).__name__}")
+        raise TypeError(f"{owner}.{name} must be an int, got {type(value).__name__}")
     if not lo <= value <= hi:
-        raise ValueError(f"ConsumerConfig.{name} must lie in {lo}..{hi}, got {value}")
+        raise ValueError(f"{owner}.{name} must lie in {lo}..{hi}, got {value}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +136,65 @@ class ConsumerConfig:
         return RebalanceProtocol.EAGER
 
 
-def _names(field: str, value: Any) -> tuple[str, ...]:
+def _names(field: str, value: Any, owner: str = "ConsumerConfig") -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, tuple | list):
-        raise TypeError(f"ConsumerConfig.{field} must be a tuple of names, got {value!r:.80}")
+        raise TypeError(f"{owner}.{field} must be a tuple of names, got {value!r:.80}")
     names = tuple(value)
     for name in names:
-        check_str("ConsumerConfig", field, name)
+        check_str(owner, field, name)
         if not name:
-            raise ValueError(f"ConsumerConfig.{field} holds an empty name")
+            raise ValueError(f"{owner}.{field} holds an empty name")
     if len(set(names)) != len(names):
-        raise ValueError(f"ConsumerConfig.{field} names something twice: {names}")
+        raise ValueError(f"{owner}.{field} names something twice: {names}")
     return names
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffConfig:
+    """One handoff group member's settings (``HandoffClient``; docs/engine.md, "The handoff
+    client"). The same names and defaults as ``ConsumerConfig`` where they mean the same thing.
+
+    group_id, topics: the handoff group and the subscribed topics.
+    client_id, client_host: sent in every heartbeat, for display.
+    session_timeout_ms: the coordinator removes the member after this long without a heartbeat.
+    heartbeat_interval_ms: time between heartbeats; below the session timeout.
+    retry_backoff_ms: wait before retrying a failed heartbeat, commit or offset fetch.
+    request_timeout_ms: a request unanswered this long counts as lost.
+    auto_offset_reset: where a started partition without a committed offset begins (see
+        ``OFFSET_RESET_POLICIES``).
+    """
+
+    group_id: str
+    topics: tuple[str, ...]
+    client_id: str = "rebalance-lab"
+    client_host: str = ""
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 3000
+    retry_backoff_ms: int = 100
+    request_timeout_ms: int = 30000
+    auto_offset_reset: str = "earliest"
+
+    def __post_init__(self) -> None:
+        owner = "HandoffConfig"
+        check_str(owner, "group_id", self.group_id)
+        if not self.group_id:
+            raise ValueError("HandoffConfig.group_id must not be empty")
+        object.__setattr__(self, "topics", _names("topics", self.topics, owner))
+        if not self.topics:
+            raise ValueError("HandoffConfig.topics must name at least one topic")
+        check_str(owner, "client_id", self.client_id)
+        check_str(owner, "client_host", self.client_host)
+        _check_ms("session_timeout_ms", self.session_timeout_ms, 1, owner=owner)
+        _check_ms("heartbeat_interval_ms", self.heartbeat_interval_ms, 1, owner=owner)
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError(
+                "HandoffConfig.heartbeat_interval_ms must be lower than session_timeout_ms "
+                f"({self.heartbeat_interval_ms} >= {self.session_timeout_ms})"
+            )
+        _check_ms("retry_backoff_ms", self.retry_backoff_ms, 0, owner=owner)
+        _check_ms("request_timeout_ms", self.request_timeout_ms, 1, owner=owner)
+        if self.auto_offset_reset not in OFFSET_RESET_POLICIES:
+            raise ValueError(
+                f"HandoffConfig.auto_offset_reset must be one of {OFFSET_RESET_POLICIES}, "
+                f"got {self.auto_offset_reset!r}"
+            )

@@ -198,3 +198,54 @@ class ConsumerRebalanceListener:
     def on_partitions_lost(self, partitions: Partitions) -> None:
         """These partitions already belong to someone else; do not commit them."""
         self.on_partitions_revoked(partitions)
+
+
+# ---------------------------------------------------------------- the handoff client's events
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffJoined(ClientEvent):
+    """A handoff group took the member (its epoch-0 heartbeat was answered); ``epoch`` is the
+    group's epoch then."""
+
+    type: ClassVar[str] = "HandoffJoined"
+    member_id: str
+    epoch: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PartitionsToClose(ClientEvent):
+    """The coordinator asks the member to close these partitions: the application stops
+    consuming them and hands their positions to ``HandoffClient.partitions_stopped``; the
+    client commits them and confirms the close once the commit succeeded."""
+
+    type: ClassVar[str] = "PartitionsToClose"
+    partitions: Partitions
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PartitionsToStart(ClientEvent):
+    """The coordinator granted these partitions: the application consumes them from
+    ``positions`` (the committed offsets, or the reset policy's choice: 0 for "earliest", −1
+    for the host to resolve); the client confirms the start."""
+
+    type: ClassVar[str] = "PartitionsToStart"
+    partitions: Partitions
+    positions: Offsets
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CloseConfirmed(ClientEvent):
+    """The coordinator took the member's confirmation that these partitions are closed (their
+    offsets committed); another member may start them now."""
+
+    type: ClassVar[str] = "CloseConfirmed"
+    partitions: Partitions
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StartConfirmed(ClientEvent):
+    """The coordinator took the member's confirmation that it consumes these partitions."""
+
+    type: ClassVar[str] = "StartConfirmed"
+    partitions: Partitions

@@ -10,8 +10,13 @@ import { formatCount, shortId } from "./format.js";
 
 const SIMULATIONS_EVERY_MS = 3000;
 
+/** A handoff group's outage switches (docs/dashboard.md, "handoff-switches"), in words. */
+const SWITCH_NAMES = { partition_store: "partition store", discovery: "discovery" };
+
 /** Reads a form's fields into the body of its action; throws Error(words) on bad input. */
 const BODIES = {
+  // One form per switch: data-switch names it, data-to ("up" or "down") what a click does.
+  "handoff-switches": (f, groupId, form) => ({ group_id: groupId, [form.dataset.switch]: form.dataset.to === "up" }),
   rebalance: (f, groupId) => ({ group_id: groupId }),
   "delete-group": (f, groupId) => ({ group_id: groupId }),
   cleanup: () => ({}),
@@ -66,9 +71,15 @@ const QUESTIONS = {
     `Reset the committed offsets of ${b.group_id}${b.topic ? ` on ${b.topic}` : ""} to ${b.to}? The group must be Empty.`,
   "delete-offsets": (b) => `Delete the committed offsets of ${b.group_id}${b.topic ? ` on ${b.topic}` : ""}? The group must be Empty.`,
   simulation: (b) => `${b.do[0].toUpperCase()}${b.do.slice(1)} simulated consumer ${b.name}?`,
+  "handoff-switches": (b) => {
+    const [name, up] = Object.entries(b).find(([key]) => key in SWITCH_NAMES);
+    return up
+      ? `Bring the ${SWITCH_NAMES[name]} back up? Once both switches are up, every handoff group plans again.`
+      : `Take the ${SWITCH_NAMES[name]} down (an outage)? Every handoff group of this coordinator keeps its current assignment until it is back.`;
+  },
 };
 
-export function createActions(panel, { groupId }) {
+export function createActions(panel, { groupId, onSwitches = () => {} }) {
   const result = panel.querySelector('[data-testid="action-result"]');
   const dialog = panel.querySelector("dialog.confirm");
   const question = dialog.querySelector(".confirm-question");
@@ -99,6 +110,7 @@ export function createActions(panel, { groupId }) {
     try {
       const answer = await postJSON(`/api/admin/${action}`, body);
       show(`${action}: ${answer.result || "done"}`, true);
+      if (answer.switches) onSwitches(answer.switches);
     } catch (error) {
       show(`${action} failed: ${error.message}`, false);
     } finally {
@@ -129,7 +141,7 @@ export function createActions(panel, { groupId }) {
       event.preventDefault();
       const action = form.dataset.action;
       try {
-        ask(action, BODIES[action](form.elements, groupId));
+        ask(action, BODIES[action](form.elements, groupId, form));
       } catch (error) {
         show(`${action}: ${error.message}`, false);
       }
@@ -198,14 +210,28 @@ export function createActions(panel, { groupId }) {
   refreshSimulations();
   setInterval(refreshSimulations, SIMULATIONS_EVERY_MS);
 
+  const switchForms = panel.querySelectorAll('form[data-action="handoff-switches"]');
   let shownMembers = null;
   let shownTopics = null;
   let shownProtocol = null;
+  let shownSwitches = null;
   return {
     /** Keep the member select, the topic suggestions and the assignor (a newcomer must offer
      *  the group's protocol, or the coordinator refuses it: INCONSISTENT_GROUP_PROTOCOL) in
      *  step with the live group. */
     update(model) {
+      if (model.switches !== shownSwitches) {
+        // Each switch's button says how it is now; a click turns it the other way.
+        shownSwitches = model.switches;
+        for (const form of switchForms) {
+          const up = !model.switches || model.switches[form.dataset.switch] !== false;
+          form.dataset.to = up ? "down" : "up";
+          const button = form.querySelector("button");
+          button.textContent = `${SWITCH_NAMES[form.dataset.switch]}: ${up ? "up" : "down"}`;
+          button.title = up ? "Reachable. Click to simulate an outage (take it down)." : "Unreachable. Click to bring it back up.";
+          button.classList.toggle("is-down", !up);
+        }
+      }
       if (model.protocol !== shownProtocol) {
         shownProtocol = model.protocol;
         const known = [...assignorSelect.options].some((option) => option.value === model.protocol);

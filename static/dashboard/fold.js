@@ -8,7 +8,13 @@
 //
 // Event types and fields are the engine's (coordinator_engine/events.py); the snapshot is the
 // feed's {"type": "snapshot", "seq", "group", "topics"} with `group` as GET /api/groups/<id>.
+//
+// A handoff group (seed 004) has events of its own and four sets per member: handoff-fold.js
+// folds those into the same model (`kind`, `handoff`, `handoffTiles`), and applyEvent routes
+// them there. (The two modules import each other; each uses the other's names only inside
+// functions, so either may be loaded first.)
 
+import { NO_TILES, handoffFromSnapshot, handoffHandler } from "./handoff-fold.js";
 import { PersistentMap } from "./pmap.js";
 
 /** How many generations the timeline keeps. */
@@ -28,6 +34,7 @@ export function emptyModel(groupId, seq = 0) {
   return {
     groupId,
     exists: false,
+    kind: null, // "classic" (Kafka's protocol) or "handoff" (seed 004); null while unknown
     seq, // the last event reflected here
     atMs: null, // coordinator time of that event
     state: null,
@@ -45,10 +52,17 @@ export function emptyModel(groupId, seq = 0) {
     lastTransition: null, // {from, to, reason, atMs, seq}
     rebalance: null, // the rebalance under way: {startedMs, reason}
     generations: [], // timeline entries, oldest first (see generationEntry)
+    // A handoff group's: member id → {assignment, owned, toStart, toClose} (Sets of partition
+    // keys), what each tile shows of the handoff (handoff-fold.js), and the outage switches
+    // ({partition_store, discovery}: true when up; null while unknown).
+    handoff: new Map(),
+    handoffTiles: NO_TILES,
+    switches: null,
   };
 }
 
-function memberRecord(id, fields = {}) {
+/** A member's lane record (also for handoff-fold.js). */
+export function memberRecord(id, fields = {}) {
   return {
     id,
     instanceId: fields.instanceId ?? null,
@@ -75,6 +89,7 @@ export function modelFromSnapshot(groupId, snapshot) {
   const group = snapshot.group;
   if (!group) return model;
   model.exists = true;
+  model.kind = group.kind ?? "classic";
   model.state = group.state;
   model.generation = group.generation_id;
   model.protocolType = group.protocol_type;
@@ -93,6 +108,7 @@ export function modelFromSnapshot(groupId, snapshot) {
         subscription: m.subscription,
       }),
     );
+    if (model.kind === "handoff") continue; // owners follow `owned`: handoffFromSnapshot
     for (const [topic, partition] of m.assignment || []) {
       model.owners.set(partitionKey(topic, partition), m.member_id);
     }
@@ -102,7 +118,7 @@ export function modelFromSnapshot(groupId, snapshot) {
   model.totalLag = lagAfter(model, offsets); // summed over the empty model's none
   model.offsets = offsets;
   if (group.state === "PreparingRebalance") model.rebalance = { startedMs: null, reason: null };
-  return model;
+  return model.kind === "handoff" ? handoffFromSnapshot(model, group) : model;
 }
 
 function offsetRows(rows) {
@@ -145,7 +161,11 @@ export function applyOffsets(model, message) {
       topics[topic] = list.length;
     }
   }
-  return { ...model, offsets: model.offsets.with(changed), totalLag: lagAfter(model, changed), topics };
+  // A handoff group's outage switches come with the tick (they are no events).
+  let switches = model.switches;
+  const sent = message.switches;
+  if (sent && !(switches && sameRecord(switches, sent))) switches = { ...sent };
+  return { ...model, offsets: model.offsets.with(changed), totalLag: lagAfter(model, changed), topics, switches };
 }
 
 // ------------------------------------------------------------------ membership helpers
@@ -374,7 +394,8 @@ const HANDLERS = {
 /** The model after `event` (an engine event with `seq`, `type`, `at_ms` and its fields). */
 export function applyEvent(model, event) {
   const handler = HANDLERS[event.type];
-  const next = handler ? handler(model, event) : { ...model };
+  const handoff = handoffHandler(model.kind, event.type);
+  const next = handoff ? handoff(model, event, handler) : handler ? handler(model, event) : { ...model };
   const result = next === model ? { ...model } : next;
   result.seq = event.seq;
   result.atMs = event.at_ms;

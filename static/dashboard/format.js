@@ -75,6 +75,12 @@ function plural(n, one, many = `${one}s`) {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/** [[topic, partition], ...] in words: "orders-1, orders-2" (the first few). */
+function partitionWords(pairs) {
+  const names = pairs.map(([topic, partition]) => `${topic}-${partition}`);
+  return names.length > 6 ? `${names.slice(0, 6).join(", ")} and ${names.length - 6} more` : names.join(", ");
+}
+
 function countPartitions(partitions) {
   let n = 0;
   for (const pairs of Object.values(partitions || {})) n += pairs.length;
@@ -145,6 +151,24 @@ export function describeEvent(e, { revoked = 0 } = {}) {
       };
     case "GroupRemoved":
       return { kind: "group", text: `the group was removed: ${GROUP_REMOVAL_REASONS[e.reason] || e.reason}` };
+    // A handoff group's (seed 004; docs/engine.md, "Handoff groups").
+    case "HandoffMemberJoined":
+      return { kind: "join", text: `${who} joined (topics ${e.topics.join(", ") || "none"}); the next plan gives it partitions` };
+    case "HandoffPlanMade": {
+      const members = Object.keys(e.assignment).length;
+      return {
+        kind: "assignment",
+        text: `plan ${e.epoch}: ${plural(countPartitions(e.assignment), "partition")} planned for ${plural(members, "member")}`,
+      };
+    }
+    case "HandoffPartitionsClosing":
+      return { kind: "assignment", text: `${who} must close ${partitionWords(e.partitions)} (stop, commit, confirm)` };
+    case "HandoffPartitionsClosed":
+      return { kind: "assignment", text: `${who} closed ${partitionWords(e.partitions)}` };
+    case "HandoffPartitionsGranted":
+      return { kind: "assignment", text: `${who} may start ${partitionWords(e.partitions)}: nobody else holds them now` };
+    case "HandoffPartitionsStarted":
+      return { kind: "assignment", text: `${who} started ${partitionWords(e.partitions)}` };
     default:
       return { kind: "other", text: e.type };
   }
@@ -156,6 +180,7 @@ export function tileHelp({ topic, partition, owner, released, offsets }) {
   if (owner) who = `read by ${shortId(owner)}`;
   else if (released === "revoked") who = "revoked: its old owner gave it up in the first round of a cooperative rebalance; the next round assigns it";
   else if (released === "owner-left") who = "unowned: its reader left; the next assignment gives it to someone";
+  else if (released === "handoff") who = "between owners: its old owner closed it, its new owner has not been granted it yet";
   else who = "not assigned to any member";
   const lines = [`${topic}, partition ${partition} — ${who}`];
   if (offsets) {

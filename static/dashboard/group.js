@@ -5,6 +5,11 @@
 // (fold.js); the DOM is redrawn at most once per animation frame. A prev_seq gap or a dropped
 // socket brings a fresh snapshot (feed.js). History: the last 5,000 events from the events API,
 // extended by every live event, for the timeline and the time-travel scrubber.
+//
+// A handoff group (seed 004) is drawn with its own state machine (states.js), its members'
+// four sets in their lanes and its tiles' handoff (handoff-fold.js, lanes.js), and an outage
+// banner while its partition store or service discovery is down. `body[data-kind]` says which
+// kind of group is shown; the page's CSS shows only the panels and help of that kind.
 
 import { createActions } from "./actions.js";
 import { Every, FrameScheduler, LabHooks, getJSON, setText, showConnection, topicColors } from "./common.js";
@@ -14,7 +19,7 @@ import { RELEASED_REVOKED, applyEvent, applyOffsets, modelFromSnapshot } from ".
 import { describeEvent, formatClock, formatCount, shortId } from "./format.js";
 import { createLanes } from "./lanes.js";
 import { createOffsetsTable } from "./offsets.js";
-import { STATE_HELP } from "./states.js";
+import { diagramFor } from "./states.js";
 import { createStateMachine } from "./statemachine.js";
 import { createTimeline } from "./timeline.js";
 import { HISTORY_CAP, History, loadHistory } from "./timetravel.js";
@@ -42,6 +47,8 @@ const ui = {
   memberCount: field("member-count"),
   totalLag: field("lag"),
   notice: bySelector(".group-notice"),
+  outage: byTestId("handoff-outage"),
+  generationLabel: field("generation-label"),
   pending: bySelector(".pending"),
   pendingList: bySelector(".pending-list"),
   legend: bySelector(".topic-legend"),
@@ -52,7 +59,8 @@ const ui = {
   historyNote: bySelector(".history-note"),
 };
 
-const machine = createStateMachine(bySelector(".sm-svg"), bySelector(".sm-caption"));
+let machine = null; // drawn for the group's kind once the first snapshot says it
+let machineKind = null;
 const lanes = createLanes(bySelector(".lanes-canvas"), { topicColor, onResize: () => frame.request() });
 const timeline = createTimeline(bySelector(".timeline"), bySelector(".timeline-note"));
 const log = createEventLog(bySelector(".event-log"), { onPick: travelTo });
@@ -60,7 +68,16 @@ const offsetsTable = createOffsetsTable(bySelector(".offsets-scroll"), bySelecto
   topicColor,
 });
 const actionsPanel = bySelector('[data-role="actions"]');
-const actions = actionsPanel ? createActions(actionsPanel, { groupId }) : null;
+const actions = actionsPanel
+  ? createActions(actionsPanel, {
+      groupId,
+      // The switches' answer shows at once; the feed's next tick says the same.
+      onSwitches(switches) {
+        if (live) live = { ...live, switches };
+        frame.request();
+      },
+    })
+  : null;
 
 // ------------------------------------------------------------------ state
 
@@ -262,14 +279,50 @@ function renderScrubber() {
 
 // ------------------------------------------------------------------ rendering
 
+/** The group's kind: what the live group is (a past moment of it is the same group). */
+function groupKind() {
+  return live.kind ?? "classic";
+}
+
+/** Draw the state machine of the group's kind (again if the group was deleted and came back
+ *  as the other kind). */
+function machineFor(kind) {
+  if (kind !== machineKind) {
+    if (machine) machine.destroy();
+    machine = createStateMachine(bySelector(".sm-svg"), bySelector(".sm-caption"), diagramFor(kind));
+    machineKind = kind;
+    document.body.dataset.kind = kind;
+  }
+  return machine;
+}
+
+const SWITCH_WORDS = { partition_store: "the partition store", discovery: "the service discovery" };
+let outageShown;
+function renderOutage() {
+  const switches = live.kind === "handoff" ? live.switches : null;
+  if (switches === outageShown) return;
+  outageShown = switches;
+  const down = Object.keys(SWITCH_WORDS).filter((name) => switches && switches[name] === false);
+  setProp(ui.outage, "hidden", !down.length);
+  if (!down.length) return;
+  const what = down.map((name) => SWITCH_WORDS[name]).join(" and ");
+  setText(
+    ui.outage,
+    `Outage: ${what} ${down.length > 1 ? "are" : "is"} unreachable. Every member keeps its current assignment: ` +
+      "no new plan is made until both are back (members may still join, with nothing, and leave).",
+  );
+}
+
 let summaryShown = { model: null, lag: null };
 function renderSummary(model) {
   if (model === summaryShown.model && live.totalLag === summaryShown.lag) return;
   summaryShown = { model, lag: live.totalLag };
   const state = model.state ?? "none";
+  const diagram = diagramFor(groupKind());
   setText(ui.state, state);
   setProp(ui.state, "className", `state-badge state-${state}`);
-  setProp(ui.state, "title", STATE_HELP[state] || "The group does not exist (yet).");
+  setProp(ui.state, "title", diagram.help[state] || "The group does not exist (yet).");
+  setText(ui.generationLabel, groupKind() === "handoff" ? "Epoch" : "Generation");
   setText(ui.generation, model.generation ?? 0);
   setText(ui.leader, model.leader ? shortId(model.leader) : "none");
   setProp(ui.leader, "title", model.leader || "");
@@ -328,7 +381,8 @@ function render() {
   renderSummary(model);
   // A snapshot does not say how the group got into its state; the history does.
   const transition = model.lastTransition ?? (model === live && history.length ? history.end.lastTransition : null);
-  machine.update(model.state, transition, { animate });
+  machineFor(groupKind()).update(model.state, transition, { animate });
+  renderOutage();
   lanes.update(model, { animate });
   renderPending(model);
   renderLegend(live.topics);

@@ -13,7 +13,8 @@
 
 import { RELEASED_REVOKED, lanesOf, ownerOf, partitionList } from "./fold.js";
 import { memberHelp, shortId, tileHelp } from "./format.js";
-import { stackLayout, tilePlaces } from "./layout.js";
+import { TILE_CLOSING, TILE_STARTING, TILE_WAITING, sortedKeys } from "./handoff-fold.js";
+import { MIN_BOX_H, MIN_HANDOFF_BOX_H, stackLayout, tilePlaces } from "./layout.js";
 import { EASE_CUBIC_IN_OUT, setText } from "./common.js";
 
 const UNOWNED = ""; // the unowned area's box id (and its tiles' data-owner)
@@ -21,6 +22,38 @@ const MOVE_MS = 650;
 const ease = d3.easeCubicInOut;
 
 const translate = (x, y) => `translate(${x}px,${y}px)`;
+const LISTED = 4; // a handoff member's sets: keys named in the lane before "+n more"
+
+/** A set of partition keys in words, at most LISTED named. */
+function listed(keys) {
+  if (!keys.length) return "—";
+  const more = keys.length > LISTED ? ` +${keys.length - LISTED}` : "";
+  return keys.slice(0, LISTED).join(", ") + more;
+}
+
+/** A handoff member's sets in its lane (docs/engine.md, "Handoff groups"): what it must close
+ *  and start, and how many it owns of those its plan assigns it. */
+function setsLine(node, sets) {
+  const toClose = sortedKeys(sets.toClose);
+  const toStart = sortedKeys(sets.toStart);
+  const owned = sortedKeys(sets.owned);
+  const assignment = sortedKeys(sets.assignment);
+  setText(node, `to close: ${listed(toClose)} · to start: ${listed(toStart)}`);
+  node.dataset.toClose = toClose.join(" ");
+  node.dataset.toStart = toStart.join(" ");
+  node.title =
+    `to close (stop, commit, confirm): ${toClose.join(", ") || "nothing"}\n` +
+    `to start (once granted, confirm): ${toStart.join(", ") || "nothing"}\n` +
+    `owned (may be consuming): ${owned.join(", ") || "nothing"}\n` +
+    `assignment (the plan's target): ${assignment.join(", ") || "nothing"}`;
+}
+
+/** A tile's handoff in words, for its tooltip. */
+const HANDOFF_WORDS = {
+  [TILE_CLOSING]: "closing: its owner must stop consuming it and commit before anyone else may start it",
+  [TILE_STARTING]: "starting: granted to this member, which has not confirmed its start yet",
+  [TILE_WAITING]: "waiting: closed by its old owner; its new owner is granted it once every close of the plan is confirmed",
+};
 
 /** A resting tile is placed by left/top, not by a transform: a transform makes each of the
  *  1,000 tiles a node of its own in the compositor's property trees, and every frame paid for
@@ -61,13 +94,15 @@ export function createLanes(root, { topicColor, onResize }) {
     const tile = event.target.closest(".tile");
     if (!tile || !model) return;
     const d = d3.select(tile).datum();
-    tile.title = tileHelp({
+    const help = tileHelp({
       topic: d.topic,
       partition: d.partition,
       owner: ownerOf(model, d.key),
       released: model.released.get(d.key),
       offsets: model.offsets.get(d.key),
     });
+    const handoff = model.handoffTiles.get(d.key);
+    tile.title = handoff ? `${help}\n${HANDOFF_WORDS[handoff]}` : help;
   });
 
   function renderBoxes(boxes, next) {
@@ -95,6 +130,7 @@ export function createLanes(root, { topicColor, onResize }) {
           head.append("span").attr("class", "badge badge-leader").attr("title", "The leader computes the assignment in each rebalance").text("leader");
           head.append("span").attr("class", "badge badge-static");
           head.append("span").attr("class", "box-note");
+          head.append("span").attr("class", "handoff-sets").attr("data-testid", `handoff-sets-${d.id}`);
         }
       });
     entered.merge(selection).each(function (d) {
@@ -124,7 +160,15 @@ export function createLanes(root, { topicColor, onResize }) {
         head.title = memberHelp(m, { leader: isLeader });
         this.classList.toggle("is-leader", isLeader);
       }
-      setText(head.children[3], `${d.keys.length} partition${d.keys.length === 1 ? "" : "s"}`);
+      const sets = model.handoff.get(d.id);
+      // A handoff member: what it owns (its lane's tiles) against what its plan assigns it.
+      const assigned = sets ? ` · ${sets.assignment.size} assigned` : "";
+      setText(head.children[3], `${d.keys.length} partition${d.keys.length === 1 ? "" : "s"}${sets ? " owned" : ""}${assigned}`);
+      head.children[4].hidden = !sets;
+      if (sets && this.__sets !== sets) {
+        this.__sets = sets;
+        setsLine(head.children[4], sets);
+      }
     });
     return selection.exit(); // removed once their tiles have moved out
   }
@@ -148,13 +192,20 @@ export function createLanes(root, { topicColor, onResize }) {
         const place = places.get(d.key);
         const owner = place.box;
         const released = owner === UNOWNED ? model.released.get(d.key) : undefined;
+        const handoff = model.handoffTiles.get(d.key) ?? "";
         const moved = this.__box !== owner || this.__slot !== place.slot;
-        if (this.__box !== owner || this.__released !== released) {
+        if (this.__box !== owner || this.__released !== released || this.__handoff !== handoff) {
           this.setAttribute("data-owner", owner);
+          this.setAttribute("data-handoff", handoff);
           this.__released = released;
-          this.classList.toggle("is-unowned", owner === UNOWNED);
+          this.__handoff = handoff;
+          this.classList.toggle("is-unowned", owner === UNOWNED && handoff !== TILE_WAITING);
           this.classList.toggle("is-revoked", released === RELEASED_REVOKED);
-          this.title = tileHelp({ topic: d.topic, partition: d.partition, owner, released });
+          this.classList.toggle("is-closing", handoff === TILE_CLOSING);
+          this.classList.toggle("is-starting", handoff === TILE_STARTING);
+          this.classList.toggle("is-waiting", handoff === TILE_WAITING);
+          const help = tileHelp({ topic: d.topic, partition: d.partition, owner, released });
+          this.title = handoff ? `${help}\n${HANDOFF_WORDS[handoff]}` : help;
         }
         const to = { x: place.ax, y: place.ay };
         const placed = this.__to; // where its last render put it (undefined: a new tile)
@@ -213,7 +264,17 @@ export function createLanes(root, { topicColor, onResize }) {
 
   /** Draw `next` (a fold.js model); nothing to do unless what the lanes show changed. */
   function update(next, { animate }) {
-    const nextDeps = [next.members, next.owners, next.released, next.topics, next.offsets.size, next.leader, width];
+    const nextDeps = [
+      next.members,
+      next.owners,
+      next.released,
+      next.topics,
+      next.offsets.size,
+      next.leader,
+      next.handoff,
+      next.handoffTiles,
+      width,
+    ];
     model = next;
     if (nextDeps.every((d, i) => d === deps[i])) return;
     deps = nextDeps;
@@ -223,6 +284,7 @@ export function createLanes(root, { topicColor, onResize }) {
     const nextLayout = stackLayout(
       boxes.map((b) => ({ id: b.id, count: b.keys.length })),
       width,
+      { minBoxHeight: next.kind === "handoff" ? MIN_HANDOFF_BOX_H : MIN_BOX_H },
     );
     const places = tilePlaces(nextLayout, boxes);
     root.style.height = `${nextLayout.height}px`;

@@ -13,20 +13,22 @@ export const HEAD_W = 270; // wide screens: the lane's name on the left of its t
 export const HEAD_H = 26; // narrow screens: the name above the tiles
 export const NARROW_BELOW = 640;
 export const MIN_BOX_H = 44; // wide screens: room for the name and, under it, its badges
+export const MIN_HANDOFF_BOX_H = 62; // and a third line: a handoff member's sets
 export const BOX_GAP = 6;
 
 /**
  * Layout of `boxes` (each {id, count}: a lane, or the unowned area, and its tile count)
- * stacked top to bottom in a panel `width` pixels wide.
+ * stacked top to bottom in a panel `width` pixels wide. `minBoxHeight`: the least height of a
+ * box on a wide screen (a handoff group's lanes have a line more).
  *
  * Returns {narrow, perRow, height, boxes: Map id → {y, height}}; tile slot positions relative
  * to their box come from tileOffset(layout, slot).
  */
-export function stackLayout(boxes, width) {
+export function stackLayout(boxes, width, { minBoxHeight = MIN_BOX_H } = {}) {
   const narrow = width < NARROW_BELOW;
   const left = narrow ? PAD : HEAD_W;
   const top = narrow ? HEAD_H : PAD;
-  const minHeight = narrow ? 0 : MIN_BOX_H;
+  const minHeight = narrow ? 0 : minBoxHeight;
   const perRow = Math.max(1, Math.floor((width - left - PAD + GAP) / (TILE_W + GAP)));
   const placed = new Map();
   let y = 0;

@@ -14,7 +14,7 @@ import {
   rebalancesInHour,
   visibleGroups,
 } from "./overview-model.js";
-import { STATES, STATE_HELP } from "./states.js";
+import { STATES, STATE_HELP, diagramFor } from "./states.js";
 
 const SPARK_W = 96;
 const SPARK_H = 22;
@@ -110,7 +110,7 @@ function updateRow(g) {
   const state = g.state ?? "unknown";
   setText(badge, state);
   badge.className = `state-badge state-${state}`;
-  badge.title = STATE_HELP[state] || "";
+  badge.title = diagramFor(g.kind).help[state] || "";
   setText(cells[2], g.generation_id ?? "—");
   setText(cells[3], g.member_count);
   setText(cells[4], g.protocol ? `${g.protocol_type ?? "?"} / ${g.protocol}` : (g.protocol_type ?? "—"));

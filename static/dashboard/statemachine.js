@@ -1,4 +1,5 @@
-// The state machine panel: the five states as an SVG graph, the current one lit, and each
+// The state machine panel: a group kind's states as an SVG graph (states.js: the classic
+// group's five, a handoff group's seed 004 four and Dead), the current one lit, and each
 // transition animated along its edge (a token travels it) with its cause.
 //
 // The token is an HTML element over the SVG, moved by a Web Animation of its transform: the
@@ -8,7 +9,7 @@
 
 import { EASE_CUBIC_IN_OUT } from "./common.js";
 import { formatClock } from "./format.js";
-import { NODE_H, NODE_POS, NODE_W, STATES, STATE_HELP, TRANSITIONS, VIEW_H, VIEW_W, edgeGeometry, edgeId } from "./states.js";
+import { DIAGRAMS, NODE_H, NODE_W, VIEW_H, VIEW_W, edgeGeometry, edgeId } from "./states.js";
 
 const TRAVEL_MS = 700;
 const FADE_MS = 250;
@@ -25,10 +26,13 @@ function clip(text, n) {
   return text.length > n ? `${text.slice(0, n - 1)}…` : text;
 }
 
-/** Draws into `svgNode`, whose parent is the token's stage (positioned, the SVG at its top
- *  left); `caption` is an element for the last transition in full. */
-export function createStateMachine(svgNode, caption) {
+/** Draws `diagram` (states.js DIAGRAMS) into `svgNode`, whose parent is the token's stage
+ *  (positioned, the SVG at its top left); `caption` is an element for the last transition in
+ *  full. `destroy()` empties the SVG and removes the token (the page draws another kind). */
+export function createStateMachine(svgNode, caption, diagram = DIAGRAMS.classic) {
+  const { states: STATES, help: STATE_HELP, transitions: TRANSITIONS, positions: NODE_POS } = diagram;
   const svg = d3.select(svgNode).attr("viewBox", `0 0 ${VIEW_W} ${VIEW_H}`).attr("role", "img");
+  svg.attr("data-kind", diagram.kind);
   svg.append("title").text("The group's state machine: the lit state is the current one");
 
   const defs = svg.append("defs");
@@ -47,7 +51,7 @@ export function createStateMachine(svgNode, caption) {
       .attr("d", "M0,0 L10,5 L0,10 z");
   }
 
-  const geometry = new Map(TRANSITIONS.map(([from, to]) => [edgeId(from, to), edgeGeometry(from, to)]));
+  const geometry = new Map(TRANSITIONS.map(([from, to]) => [edgeId(from, to), edgeGeometry(from, to, NODE_POS)]));
   const edges = svg
     .append("g")
     .attr("class", "sm-edges")
@@ -66,6 +70,7 @@ export function createStateMachine(svgNode, caption) {
     .data(STATES)
     .join("g")
     .attr("class", (d) => `sm-node state-${d}`)
+    .attr("data-state", (d) => d)
     .attr("transform", (d) => `translate(${NODE_POS[d].x - NODE_W / 2},${NODE_POS[d].y - NODE_H / 2})`);
   nodes.append("rect").attr("width", NODE_W).attr("height", NODE_H).attr("rx", 10);
   nodes
@@ -83,7 +88,8 @@ export function createStateMachine(svgNode, caption) {
   token.setAttribute("aria-hidden", "true");
   // The SVG's size, kept from resize events (reading it during a render forces a layout).
   let size = { width: VIEW_W, height: VIEW_H };
-  new ResizeObserver(([entry]) => (size = entry.contentRect)).observe(svgNode);
+  const resize = new ResizeObserver(([entry]) => (size = entry.contentRect));
+  resize.observe(svgNode);
 
   /** A viewBox point in the stage's pixels ("meet": scaled to fit, centred). */
   function toStage({ x, y }) {
@@ -143,5 +149,12 @@ export function createStateMachine(svgNode, caption) {
     travel(tracks.get(id));
   }
 
-  return { update };
+  function destroy() {
+    resize.disconnect();
+    ground();
+    token.remove();
+    svg.selectAll("*").interrupt().remove();
+  }
+
+  return { update, destroy };
 }

@@ -1,6 +1,8 @@
-// The classic group state machine as the page draws it: states, the transitions between them
-// (coordinator_engine/state.py TRANSITIONS), plain-words help, and the geometry of the graph.
-// Pure module; statemachine.js draws it with d3.
+// The group state machines as the page draws them: for a classic group the five states and
+// the transitions between them (coordinator_engine/state.py TRANSITIONS), for a handoff group
+// seed 004's four (coordinator_engine/handoff.py TRANSITIONS, the table of docs/engine.md,
+// "Handoff groups"); plain-words help, and the geometry of the graph. Pure module;
+// statemachine.js draws one of them with d3.
 
 export const STATES = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"];
 
@@ -50,6 +52,60 @@ export const NODE_POS = {
   Dead: { x: 110, y: 235 },
 };
 
+/** A handoff group's states (seed 004); Dead only as the end. */
+export const HANDOFF_STATES = ["Initial", "Starting", "Closing", "Stable", "Dead"];
+
+export const HANDOFF_STATE_HELP = {
+  Initial: "No plan yet: members have joined, but the coordinator has not given anyone partitions (it waits for the partition store and the service discovery).",
+  Starting:
+    "Partitions were granted to their new owners, which are starting to consume them; the coordinator waits for each start to be confirmed.",
+  Closing:
+    "A new plan moves partitions: their current owners must stop consuming them and commit their offsets first. Nobody else may start a partition before it is closed, so nothing is consumed twice.",
+  Stable: "Every member consumes exactly what the plan gave it; nothing is being closed or started.",
+  Dead: "The group was deleted or expired: it no longer exists.",
+};
+
+/** Every legal transition and its cause (as the engine's table, docs/engine.md). */
+export const HANDOFF_TRANSITIONS = [
+  ["Initial", "Starting", "the first plan gave members partitions to start"],
+  ["Initial", "Stable", "the first plan gave nobody anything to start"],
+  ["Stable", "Closing", "a new plan moves partitions: their owners must close them"],
+  ["Stable", "Starting", "a new plan only adds partitions"],
+  ["Starting", "Closing", "a new plan during the start moves partitions"],
+  ["Starting", "Stable", "every start was confirmed, or those who had to start left"],
+  ["Closing", "Starting", "every close was confirmed or its owner left: the moved partitions are granted"],
+  ["Closing", "Stable", "every close was confirmed or its owner left, and nothing is left to start"],
+  ["Initial", "Dead", "the group was deleted, or expired with no offsets left"],
+  ["Stable", "Dead", "the group was deleted, or expired with no offsets left"],
+];
+
+/** The handoff cycle runs on the right as the classic rebalance does: Stable → Closing →
+ *  Starting → Stable, each pair of them joined both ways. */
+export const HANDOFF_NODE_POS = {
+  Initial: { x: 110, y: 60 },
+  Starting: { x: 340, y: 60 },
+  Closing: { x: 540, y: 160 },
+  Stable: { x: 340, y: 235 },
+  Dead: { x: 110, y: 235 },
+};
+
+/** What the page draws for each group kind. */
+export const DIAGRAMS = {
+  classic: { kind: "classic", states: STATES, help: STATE_HELP, transitions: TRANSITIONS, positions: NODE_POS },
+  handoff: {
+    kind: "handoff",
+    states: HANDOFF_STATES,
+    help: HANDOFF_STATE_HELP,
+    transitions: HANDOFF_TRANSITIONS,
+    positions: HANDOFF_NODE_POS,
+  },
+};
+
+/** The diagram of a group kind (a group not known yet is drawn as a classic one). */
+export function diagramFor(kind) {
+  return DIAGRAMS[kind] ?? DIAGRAMS.classic;
+}
+
 /** Where the segment from the centre of a node towards (dx, dy) leaves its rectangle. */
 function exitPoint(center, dx, dy, pad = 4) {
   const hw = NODE_W / 2 + pad;
@@ -61,11 +117,12 @@ function exitPoint(center, dx, dy, pad = 4) {
 /**
  * The SVG path of an edge: a quadratic curve bowed to its left, so that the two edges of a
  * pair of states that go both ways never overlap. Also where its label goes (the curve's
- * midpoint). The self-loop of Dead is a small loop on the node's left.
+ * midpoint). The self-loop of Dead is a small loop on the node's left. `positions`: the
+ * diagram's node centres.
  */
-export function edgeGeometry(from, to) {
-  const a = NODE_POS[from];
-  const b = NODE_POS[to];
+export function edgeGeometry(from, to, positions = NODE_POS) {
+  const a = positions[from];
+  const b = positions[to];
   if (from === to) {
     const x = a.x - NODE_W / 2;
     const path = `M${x},${a.y - 8} C${x - 26},${a.y - 24} ${x - 26},${a.y + 24} ${x - 4},${a.y + 9}`;

@@ -349,6 +349,17 @@ def test_while_the_partition_store_is_out_a_joining_member_gets_nothing_until_it
     assert len(ctx.owned("c")) == 1
 
 
+def test_the_facade_reports_each_switch_as_it_was_last_set() -> None:
+    ctx = stable_pair()
+    coord = ctx.coord
+    assert (coord.partition_store_available, coord.discovery_available) == (True, True)
+    coord.set_partition_store_available(False, ctx.now)
+    assert (coord.partition_store_available, coord.discovery_available) == (False, True)
+    coord.set_discovery_available(False, ctx.now)
+    coord.set_partition_store_available(True, ctx.now)
+    assert (coord.partition_store_available, coord.discovery_available) == (True, False)
+
+
 def test_while_discovery_is_out_a_crashed_members_partitions_wait_for_it_to_come_back() -> None:
     ctx = stable_pair()
     ctx.coord.set_discovery_available(False, ctx.now)
@@ -729,3 +740,13 @@ def test_the_public_package_exports_the_handoff_names() -> None:
 
     for name in ("HandoffHeartbeatRequest", "HandoffHeartbeatResponse", "HandoffState"):
         assert name in coordinator_engine.__all__
+
+
+def test_the_switches_are_read_back_from_the_facade() -> None:
+    coord = GroupCoordinator(CoordinatorConfig(), now_ms=0)
+    assert coord.discovery_available and coord.partition_store_available
+    coord.set_discovery_available(False, 10)
+    coord.set_partition_store_available(False, 10)
+    assert not coord.discovery_available and not coord.partition_store_available
+    coord.set_discovery_available(True, 20)
+    assert coord.discovery_available and not coord.partition_store_available

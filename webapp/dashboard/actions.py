@@ -254,6 +254,32 @@ async def cleanup(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:
     )
 
 
+#: The handoff groups' outage switches, as the action's body and the runtime name them.
+HANDOFF_SWITCHES = {"partition_store": "partition store", "discovery": "discovery"}
+
+
+async def handoff_switches(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:
+    """Switch seed 004's partition store or service discovery down or up for every handoff
+    group (``partition_store`` and/or ``discovery``: true up, false down); ``group_id`` is
+    only the page it was done from, for the audit."""
+    wanted = {name: body[name] for name in HANDOFF_SWITCHES if name in body}
+    if not wanted:
+        raise Refused(400, "give partition_store or discovery (true: up, false: down)")
+    for name, value in wanted.items():
+        if type(value) is not bool:
+            raise Refused(400, f"{name} must be true (up) or false (down)")
+    _str(body, "group_id", required=False)
+    switches = runtime.set_handoff_switches(**wanted)
+    said = "; ".join(
+        f"{words}: {'up' if switches[name] else 'down'}" for name, words in HANDOFF_SWITCHES.items()
+    )
+    if all(switches.values()):
+        effect = "handoff groups plan again"
+    else:
+        effect = "handoff groups keep their current assignment until both are up"
+    return Outcome(True, f"{said}: {effect}", extra={"switches": switches})
+
+
 async def run_task(body: dict[str, Any]) -> Outcome:
     """Queue one run of a housekeeping task now (docs/operations.md, "Housekeeping"): a Celery
     worker runs it as beat would. Needs no runtime here (the task waits for one)."""
@@ -279,6 +305,7 @@ _ACTIONS: dict[str, Action] = {
     "reset-offsets": reset_offsets,
     "delete-offsets": delete_offsets,
     "cleanup": cleanup,
+    "handoff-switches": handoff_switches,
 }
 #: Actions that do not go through the coordinator runtime.
 _OFF_RUNTIME: dict[str, Callable[[dict[str, Any]], Awaitable[Outcome]]] = {"run-task": run_task}

@@ -242,12 +242,14 @@ def group_detail_json(
     topics: TopicRegistry,
     now_ms: int,
     connection_of: Callable[[str], str | None] = lambda member_id: None,
+    switches: Mapping[str, bool] | None = None,
 ) -> dict[str, Any]:
     """The whole group: members with their decoded subscription and assignment (``consumer``
     protocol type; None where the bytes are not the consumer protocol) and how each is
     connected (``connection_of(member_id)``: ``kafka``, ``websocket``, ``simulated``, None
     when unknown), and committed offsets with the log-end offset and lag from the topic
-    registry (None for an unknown topic)."""
+    registry (None for an unknown topic). A handoff group also shows the outage
+    ``switches`` (``CoordinatorRuntime.handoff_switches``; both up when not given)."""
     rows, total_lag = offsets_json(offsets, topics, now_ms)
     if isinstance(view, HandoffGroupView):
         return {
@@ -256,6 +258,7 @@ def group_detail_json(
             "pending_member_ids": [],
             "offsets": rows,
             "total_lag": total_lag,
+            "switches": dict(switches or {"partition_store": True, "discovery": True}),
         }
     consumer = view.protocol_type == CONSUMER_PROTOCOL_TYPE
     members = [
@@ -291,7 +294,8 @@ async def healthz(request: HttpRequest) -> HttpResponse:
     """200 ``{"status": "ok", ...}`` once the runtime serves; 503 before (``starting``), if its
     start failed (``failed``, with the error), or while it reloads the engine from the log
     after an engine fault (``recovering``). ``engine_faults`` counts those faults and
-    ``last_engine_fault`` describes the latest."""
+    ``last_engine_fault`` describes the latest; ``handoff_switches`` says whether the handoff
+    groups' partition store and service discovery are up."""
     if request.method not in ("GET", "HEAD"):
         return _method_not_allowed(request, ("GET",))
     try:
@@ -308,6 +312,7 @@ async def healthz(request: HttpRequest) -> HttpResponse:
             "groups": len(runtime.group_ids()),
             "log_path": log_path,
             "listeners": runtime.listeners,
+            "handoff_switches": runtime.handoff_switches,
             **faults,
         }
         if runtime.engine_profile is not None:
@@ -380,6 +385,7 @@ async def group_detail(request: HttpRequest, group_id: str) -> HttpResponse:
         runtime.topics,
         runtime.now_ms(),
         lambda member_id: runtime.connection_of(group_id, member_id),
+        runtime.handoff_switches,
     )
     return JsonResponse(body)
 

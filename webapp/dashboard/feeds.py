@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from coordinator_engine import HandoffGroupView
 from webapp.models import GroupEvent
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 from webapp.runtime.events import SequencedEvent
@@ -201,6 +202,7 @@ class GroupFeedSocket(_Feed):
                 runtime.topics,
                 runtime.now_ms(),
                 lambda member_id: runtime.connection_of(self.group_id, member_id),
+                runtime.handoff_switches,
             )
         )
         topics = {} if group is None else subscribed_topics(runtime, group)
@@ -212,7 +214,11 @@ class GroupFeedSocket(_Feed):
             runtime.committed_offsets(self.group_id), runtime.topics, runtime.now_ms()
         )
         # No total: the page sums the lags it shows (committed offsets move between ticks).
-        return {"type": "offsets", "log_end_offsets": ends}
+        tick: dict[str, Any] = {"type": "offsets", "log_end_offsets": ends}
+        if isinstance(runtime.group(self.group_id), HandoffGroupView):
+            # The outage switches are host facts, not events: they follow with the tick.
+            tick["switches"] = runtime.handoff_switches
+        return tick
 
 
 class OverviewFeedSocket(_Feed):

@@ -59,6 +59,22 @@ through one :class:`CoordinatorRuntime`.
   ``websocket``, ``simulated``); a JoinGroup that makes a member remembers it for that member
   until a MemberRemoved or GroupRemoved event ends it (:meth:`CoordinatorRuntime.connection_of`).
   Members replayed from the log after a restart are unknown (None) until they rejoin.
+
+* **Discovery: a handoff member lives as long as its connection** (seed 004's coordinator
+  reads the live consumers from its service discovery, where each is an ephemeral node). A
+  transport names the connection a request came by (``connection``: the websocket socket, the
+  simulated consumer); every answered HandoffHeartbeat registers its member under that
+  connection. When the connection ends (:meth:`CoordinatorRuntime.connection_closed`: a socket
+  closed, a simulated consumer stopped, killed or crashed) each of its handoff members is made
+  to leave at once (a HandoffHeartbeat with epoch −1 on its behalf; the MemberRemoved event
+  says ``left``), so its partitions go to the others without waiting for its session timeout.
+  While the engine's discovery is switched off (``GroupCoordinator.set_discovery_available``)
+  nobody learns of departures: they are kept (:attr:`CoordinatorRuntime.departures_pending`)
+  and applied after the next engine call that finds it back on (any call made through the
+  runtime, the switch's own included, or a timer). Classic members are never removed this way:
+  as in Kafka, their sessions time out. The registry lives in the runtime, not the engine: it
+  survives an engine reload, and after a restart members are registered again by their next
+  heartbeat.
   ``listeners`` maps each extra listener the host opened (``kafka``) to its address, for
   ``/healthz`` and the dashboard.
 
@@ -184,6 +200,12 @@ def _joins(request: Any) -> bool:
     return kind is JoinGroupRequest or (
         kind is HandoffHeartbeatRequest and request.member_epoch == 0
     )
+
+
+def _heartbeats(request: Any) -> bool:
+    """Whether ``request`` is a handoff member's heartbeat that keeps it in its group (not a
+    leave): its member is registered under the connection it came by (see "Discovery")."""
+    return type(request) is HandoffHeartbeatRequest and request.member_epoch != -1
 
 
 class EngineProfile:
@@ -365,8 +387,15 @@ class CoordinatorRuntime:
         self._parked: dict[object, Callable[[str], None]] = {}
         #: (group_id, member_id) → the transport the member joined through.
         self._connections: dict[tuple[str, str], str] = {}
+        #: Discovery: (group_id, member_id) of a handoff member → the connection it heartbeats
+        #: by; and the members whose connection ended, not yet made to leave.
+        self._handoff_connections: dict[tuple[str, str], object] = {}
+        self._departed: set[tuple[str, str]] = set()
         #: Extra listeners the host opened, by name (``kafka``): their addresses.
         self.listeners: dict[str, str] = {}
+        #: Seed 004's two outage switches as last set (:meth:`set_handoff_switches`): host
+        #: facts, not records, so told again to an engine reloaded after a fault.
+        self._handoff_switches = {"partition_store": True, "discovery": True}
 
     @classmethod
     def from_settings(cls) -> CoordinatorRuntime:
@@ -596,6 +625,7 @@ class CoordinatorRuntime:
                 profile.advance_calls += 1
                 profile.advance_s += time.perf_counter() - started
         self._rearm()
+        self._apply_departures()
 
     # ---------------------------------------------------------------- requests
 
@@ -689,6 +719,7 @@ class CoordinatorRuntime:
         self._coordinator = coordinator
         coordinator.add_listener(self._on_event)
         self._ready = True
+        self._apply_handoff_switches()
         self._report_partitions()
         elapsed_ms = round((time.perf_counter() - started) * 1000)
         assert self.last_engine_fault is not None
@@ -701,18 +732,22 @@ class CoordinatorRuntime:
             elapsed_ms,
         )
 
-    async def submit(self, request: Any, *, via: str | None = None) -> Any:
+    async def submit(
+        self, request: Any, *, via: str | None = None, connection: object | None = None
+    ) -> Any:
         """Handle one request and return its response (awaiting a parked JoinGroup/SyncGroup).
 
         ``request`` is an engine request (``coordinator_engine.requests``) or a
         FindCoordinatorRequest/MetadataRequest (``coordinator_engine.cluster``). The records
         behind the response are durable when it is returned. Cancelling the await changes
         nothing in the group (like a Kafka client that went away). ``via`` names the transport
-        (see "How each member is connected").
+        (see "How each member is connected"), ``connection`` the connection (see "Discovery").
         """
         reply = self._handle(request)
         if via is not None and _joins(request):
             reply.add_done_callback(self._remember_connection(request.group_id, via))
+        if connection is not None and _heartbeats(request):
+            reply.add_done_callback(self._register_handoff(request, connection))
         if reply.done:
             return reply.response
         assert self._loop is not None
@@ -737,6 +772,7 @@ class CoordinatorRuntime:
         on_failure: Callable[[str], None] | None = None,
         *,
         via: str | None = None,
+        connection: object | None = None,
     ) -> None:
         """Handle one request and call ``callback(response)`` when it is answered — maybe
         before this returns. For in-process clients (simulated consumers) that do not want a
@@ -746,6 +782,8 @@ class CoordinatorRuntime:
         reply = self._handle(request)
         if via is not None and _joins(request):
             reply.add_done_callback(self._remember_connection(request.group_id, via))
+        if connection is not None and _heartbeats(request):
+            reply.add_done_callback(self._register_handoff(request, connection))
         reply.add_done_callback(self._guarded(callback))
         if on_failure is not None and not reply.done:
             self._park(reply, self._guarded(on_failure))
@@ -766,6 +804,46 @@ class CoordinatorRuntime:
     def connection_of(self, group_id: str, member_id: str) -> str | None:
         """How the member joined (``kafka``, ``websocket``, ``simulated``), if known."""
         return self._connections.get((group_id, member_id))
+
+    # ---------------------------------------------------------------- discovery
+
+    def _register_handoff(self, request: Any, connection: object) -> Callable[[Any], None]:
+        key = (request.group_id, request.member_id)
+
+        def register(response: Any) -> None:
+            if response.error_code == 0:
+                self._handoff_connections[key] = connection
+                self._departed.discard(key)
+
+        return register
+
+    def connection_closed(self, connection: object) -> None:
+        """A connection ended (see "Discovery"): its handoff members leave now, or once the
+        discovery is back on. Safe to call at any time, for any connection."""
+        gone = [key for key, c in self._handoff_connections.items() if c is connection]
+        for key in gone:
+            del self._handoff_connections[key]
+            self._departed.add(key)
+        self._apply_departures()
+
+    @property
+    def departures_pending(self) -> list[tuple[str, str]]:
+        """(group_id, member_id) of the handoff members whose connection ended and who were
+        not made to leave yet (the discovery is off, or the engine not serving)."""
+        return sorted(self._departed)
+
+    def _apply_departures(self) -> None:
+        if not self._departed or not self._ready or not self.coordinator.discovery_available:
+            return
+        for group_id, member_id in sorted(self._departed):
+            leave = HandoffHeartbeatRequest(
+                group_id=group_id, member_id=member_id, member_epoch=-1, session_timeout_ms=0
+            )
+            try:
+                self._handle(leave)  # UNKNOWN_MEMBER_ID if it is gone already: as good
+            except Exception:
+                return  # the engine failed (it reloads): the rest wait for the next call
+            self._departed.discard((group_id, member_id))
 
     def _guarded(self, callback: Callable[[Any], None]) -> Callable[[Any], None]:
         def call(argument: Any) -> None:
@@ -852,18 +930,52 @@ class CoordinatorRuntime:
                 ),
             )
 
+    @property
+    def handoff_switches(self) -> dict[str, bool]:
+        """Whether the handoff groups' partition store and service discovery are up (seed 004;
+        docs/engine.md, "Outages: the two switches"): ``{"partition_store", "discovery"}``."""
+        return dict(self._handoff_switches)
+
+    def set_handoff_switches(
+        self, *, partition_store: bool | None = None, discovery: bool | None = None
+    ) -> dict[str, bool]:
+        """Switch the partition store or the service discovery of the handoff groups down
+        (False) or up (True); None leaves one as it is. While either is down no handoff group
+        makes a new plan; when both are up again each is planned once. Returns the switches."""
+        if partition_store is not None:
+            self._handoff_switches["partition_store"] = partition_store
+        if discovery is not None:
+            self._handoff_switches["discovery"] = discovery
+        self._apply_handoff_switches()
+        return self.handoff_switches
+
+    def _apply_handoff_switches(self) -> None:
+        """Tell the engine the switches (both calls: a switch coming back is what re-plans)."""
+        store = self._handoff_switches["partition_store"]
+        discovery = self._handoff_switches["discovery"]
+        self._call_engine(
+            "set_partition_store_available",
+            lambda engine, now: engine.set_partition_store_available(store, now),
+        )
+        self._call_engine(
+            "set_discovery_available",
+            lambda engine, now: engine.set_discovery_available(discovery, now),
+        )
+
     def _call_engine(self, during: str, call: Callable[[GroupCoordinator, int], T]) -> T:
         """``call(engine, now_ms)`` as every engine call is made: only while serving, a fault
         reloading the engine, the timer re-armed after. (``_handle`` and ``tick``, the hot
         paths, do the same inline, with the profile's counters.)"""
         self._check_serving()
         try:
-            return call(self.coordinator, self._now())
+            result = call(self.coordinator, self._now())
         except Exception as exc:
             self._engine_failed(during, exc)
             raise
         finally:
             self._rearm()
+        self._apply_departures()  # the call may have switched the discovery back on
+        return result
 
     # ---------------------------------------------------------------- reading state
 
@@ -889,9 +1001,14 @@ class CoordinatorRuntime:
     def _on_event(self, event: GroupEvent) -> None:
         if type(event) is MemberRemoved:
             self._connections.pop((event.group_id, event.member_id), None)
+            self._handoff_connections.pop((event.group_id, event.member_id), None)
+            self._departed.discard((event.group_id, event.member_id))
         elif type(event) is GroupRemoved:
             for key in [key for key in self._connections if key[0] == event.group_id]:
                 del self._connections[key]
+            for key in [key for key in self._handoff_connections if key[0] == event.group_id]:
+                del self._handoff_connections[key]
+            self._departed = {key for key in self._departed if key[0] != event.group_id}
         self._seq += 1
         item = SequencedEvent(self._seq, event, self._group_seq.get(event.group_id, 0))
         self._group_seq[event.group_id] = self._seq

@@ -1,4 +1,5 @@
-"""Running the sans-IO consumer client (`coordinator_engine.client.GroupClient`) on asyncio.
+"""Running the sans-IO consumer clients (`coordinator_engine.client.GroupClient`, and
+`HandoffClient` for handoff groups, driven by the same calls) on asyncio.
 
 Theory of operation
 -------------------
@@ -29,7 +30,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from coordinator_engine.client import ClientEvent, GroupClient
+from coordinator_engine.client import ClientEvent, GroupClient, HandoffClient
 from webapp.transports.websocket.codec import FrameError, decode_response, request_frame
 
 logger = logging.getLogger(__name__)
@@ -47,14 +48,19 @@ class Transport(Protocol):
 
 
 class InProcessTransport:
-    """Requests go straight to this process's coordinator runtime."""
+    """Requests go straight to this process's coordinator runtime. ``connection`` is what the
+    runtime's discovery registers a handoff member under (the simulated consumer): when it ends,
+    the consumer calls ``runtime.connection_closed(connection)``."""
 
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Any, connection: object | None = None) -> None:
         self.runtime = runtime
+        self.connection = connection
 
     def send(self, request: Any, on_response: OnResponse, on_failure: OnFailure) -> None:
         try:
-            self.runtime.submit_nowait(request, on_response, on_failure, via="simulated")
+            self.runtime.submit_nowait(
+                request, on_response, on_failure, via="simulated", connection=self.connection
+            )
         except Exception as exc:  # the runtime is stopping, not started, or reloading
             on_failure(str(exc))
 
@@ -207,11 +213,12 @@ def _call(callback: Callable[[Any], None], argument: Any) -> None:
 
 
 class ClientDriver:
-    """Drives one GroupClient over a transport on the running asyncio loop."""
+    """Drives one GroupClient or HandoffClient (the same calls) over a transport on the
+    running asyncio loop."""
 
     def __init__(
         self,
-        client: GroupClient,
+        client: GroupClient | HandoffClient,
         transport: Transport,
         clock: Callable[[], int],
         on_event: Callable[[ClientEvent], None] | None = None,

@@ -22,6 +22,19 @@ new owner then works off. Behaviours reproduce every rejoin trigger of seed 000:
   timeout, so the group does not rebalance.
 - graceful_leave: after `period_ms` it closes (commit + LeaveGroup) and is done.
 
+With ``protocol="handoff"`` the consumer is a member of a handoff group (seed 004) instead:
+the sans-IO `HandoffClient`, with the same Fetcher. It consumes only the partitions the
+coordinator let it start (from the committed offsets it is handed), and when asked to close one
+it stops fetching it, commits the position it processed up to, and only then confirms. Its
+behaviours: steady, crash, flapping, graceful_leave, and
+
+- slow_close: takes `period_ms` to close a partition it was asked to close (it goes on
+  consuming it meanwhile, as it still owns it): the group is held in Closing that long.
+
+(slow and static_restart do not apply: a handoff member has no max.poll.interval.ms and no
+group.instance.id.) A stopped, killed or crashed consumer ends its connection: the runtime's
+discovery makes its handoff member leave at once.
+
 A consumer the coordinator refuses for good (Kafka's consumer throws these from poll(): a
 protocol the group does not share, a fenced static instance, a full group) stops with status
 "failed" and the error in words.
@@ -39,14 +52,20 @@ from typing import Any
 from coordinator_engine.assignors import TopicPartitionPair
 from coordinator_engine.client import (
     ClientEvent,
+    CloseConfirmed,
     ConsumerConfig,
     FatalError,
     GroupClient,
+    HandoffClient,
+    HandoffConfig,
+    HandoffJoined,
     JoinedGroup,
     MemberState,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
+    PartitionsToClose,
+    PartitionsToStart,
 )
 
 from .client_driver import ClientDriver, InProcessTransport
@@ -62,6 +81,22 @@ class Behaviour(enum.Enum):
     FLAPPING = "flapping"
     STATIC_RESTART = "static_restart"
     GRACEFUL_LEAVE = "graceful_leave"
+    SLOW_CLOSE = "slow_close"
+
+
+#: The group protocols a simulated consumer speaks: Kafka's classic one, or seed 004's handoff.
+PROTOCOLS = ("classic", "handoff")
+#: What applies to each protocol.
+BEHAVIOURS = {
+    "classic": tuple(b for b in Behaviour if b is not Behaviour.SLOW_CLOSE),
+    "handoff": (
+        Behaviour.STEADY,
+        Behaviour.CRASH,
+        Behaviour.FLAPPING,
+        Behaviour.GRACEFUL_LEAVE,
+        Behaviour.SLOW_CLOSE,
+    ),
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +105,10 @@ class ConsumerSpec:
 
     group_id: str
     topics: tuple[str, ...]
+    #: "classic" (JoinGroup/SyncGroup, `GroupClient`) or "handoff" (seed 004, `HandoffClient`;
+    #: `assignor`, `max_poll_interval_ms`, `auto_commit_interval_ms` and `metadata_max_age_ms`
+    #: do not apply: the coordinator plans, and a handoff member commits when it closes).
+    protocol: str = "classic"
     behaviour: Behaviour = Behaviour.STEADY
     assignor: str = "range"
     group_instance_id: str | None = None
@@ -87,6 +126,18 @@ class ConsumerSpec:
     def __post_init__(self) -> None:
         if not self.topics:
             raise ValueError("a simulated consumer subscribes to at least one topic")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(
+                f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}"
+            )
+        if self.behaviour not in BEHAVIOURS[self.protocol]:
+            known = ", ".join(b.value for b in BEHAVIOURS[self.protocol])
+            raise ValueError(
+                f"behaviour {self.behaviour.value!r} does not apply to protocol "
+                f"{self.protocol!r}; one of {known}"
+            )
+        if self.protocol == "handoff" and self.group_instance_id is not None:
+            raise ValueError("group_instance_id does not apply to protocol 'handoff'")
         if self.behaviour is Behaviour.STATIC_RESTART and self.group_instance_id is None:
             raise ValueError("static_restart needs a group_instance_id")
         for name in ("period_ms", "max_poll_records", "max_partition_fetch_records"):
@@ -108,6 +159,16 @@ class ConsumerSpec:
             auto_commit_interval_ms=self.auto_commit_interval_ms,
             metadata_max_age_ms=self.metadata_max_age_ms,
             client_host="simulated",
+        )
+
+    def handoff_config(self, client_id: str) -> HandoffConfig:
+        return HandoffConfig(
+            group_id=self.group_id,
+            topics=self.topics,
+            client_id=client_id,
+            client_host="simulated",
+            session_timeout_ms=self.session_timeout_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -138,6 +199,8 @@ class SimulatedConsumer:
         self._task: asyncio.Task[None] | None = None
         self.driver: ClientDriver | None = None
         self.fetcher = Fetcher(self._fetch, max_poll_records=spec.max_poll_records)
+        #: Handoff mode: closes asked for and not done yet (slow_close), with their due time.
+        self._closes_due: list[tuple[float, tuple[TopicPartitionPair, ...]]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -156,18 +219,34 @@ class SimulatedConsumer:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        self._connection_ended()
         self.stats.status = "stopped" if graceful else "killed"
+
+    def _connection_ended(self) -> None:
+        """The consumer's process is gone: the runtime's discovery removes its handoff
+        member at once (a classic member times out, as in Kafka)."""
+        with contextlib.suppress(Exception):
+            self.runtime.connection_closed(self)
 
     @property
     def done(self) -> bool:
         return self._task is not None and self._task.done()
 
+    @property
+    def handoff(self) -> bool:
+        return self.spec.protocol == "handoff"
+
     def _new_client(self) -> None:
-        client = GroupClient(self.spec.client_config(self.name), self.runtime.now_ms())
+        client: GroupClient | HandoffClient
+        if self.handoff:
+            client = HandoffClient(self.spec.handoff_config(self.name), self.runtime.now_ms())
+        else:
+            client = GroupClient(self.spec.client_config(self.name), self.runtime.now_ms())
         self.driver = ClientDriver(
-            client, InProcessTransport(self.runtime), self.runtime.now_ms, self._on_event
+            client, InProcessTransport(self.runtime, self), self.runtime.now_ms, self._on_event
         )
         self.fetcher = Fetcher(self._fetch, max_poll_records=self.spec.max_poll_records)
+        self._closes_due = []
 
     # -- the application loop ----------------------------------------------------------------
 
@@ -212,6 +291,8 @@ class SimulatedConsumer:
         client = self.driver.client
         self.driver.poll()
         self.stats.polls += 1
+        if isinstance(client, HandoffClient):
+            return self._poll_handoff(client)
         self._follow_assignment(client)
         if client.state is not MemberState.STABLE:
             return 0.0
@@ -244,11 +325,62 @@ class SimulatedConsumer:
         if new:
             self.fetcher.assign(new)
 
+    def _poll_handoff(self, client: HandoffClient) -> float:
+        """Handoff mode: close what is due, then consume the started partitions only (the
+        fetcher holds exactly those)."""
+        now = asyncio.get_running_loop().time()
+        due = [c for c in self._closes_due if c[0] <= now]
+        for close in due:
+            self._closes_due.remove(close)
+            self._close_partitions(client, close[1])
+        records = self.fetcher.poll()
+        count = 0
+        for r in records:
+            client.record_consumed(r.topic, r.partition, r.end)
+            count += r.count
+        self.stats.consumed += count
+        return count * self.spec.record_processing_ms
+
+    def _close_partitions(
+        self, client: HandoffClient, partitions: tuple[TopicPartitionPair, ...]
+    ) -> None:
+        """Stop fetching them and hand the client the positions processed up to: it commits
+        them, then confirms the close."""
+        if client.closed or self.driver is None or self.driver.client is not client:
+            return
+        asked = [tp for tp in partitions if tp in client.closing]
+        positions = self.fetcher.positions
+        stopped = {tp: positions.get(tp, -1) for tp in asked}
+        self.fetcher.revoke(asked)
+        if stopped:
+            client.partitions_stopped(stopped)
+            self.driver.kick()
+
     def _on_event(self, event: ClientEvent) -> None:
         if isinstance(event, FatalError):
             self.stats.error = event.reason  # the application loop stops at once
-        elif isinstance(
-            event, JoinedGroup | PartitionsAssigned | PartitionsRevoked | PartitionsLost
+            return
+        if isinstance(event, PartitionsToStart):
+            self.fetcher.assign({tp: max(offset, 0) for tp, offset in event.positions.items()})
+        elif isinstance(event, PartitionsToClose):
+            assert self.driver is not None and isinstance(self.driver.client, HandoffClient)
+            if self.spec.behaviour is Behaviour.SLOW_CLOSE:
+                due = asyncio.get_running_loop().time() + self.spec.period_ms / 1000
+                self._closes_due.append((due, event.partitions))
+            else:
+                self._close_partitions(self.driver.client, event.partitions)
+        elif isinstance(event, PartitionsLost) and self.handoff:
+            self.fetcher.revoke(event.partitions)
+        if isinstance(
+            event,
+            JoinedGroup
+            | PartitionsAssigned
+            | PartitionsRevoked
+            | PartitionsLost
+            | HandoffJoined
+            | PartitionsToStart
+            | PartitionsToClose
+            | CloseConfirmed,
         ):
             self.stats.history.append(f"{event.type} {event.to_json()}")
             del self.stats.history[:-20]
@@ -273,6 +405,7 @@ class SimulatedConsumer:
         elif behaviour is Behaviour.CRASH:
             self.stats.history.append("crashed")
             self.driver.stop()
+            self._connection_ended()
             self.stats.status = "crashed"
             return False
         elif behaviour is Behaviour.FLAPPING:
@@ -302,16 +435,29 @@ class SimulatedConsumer:
 
     def to_json(self) -> dict[str, Any]:
         client = self.driver.client if self.driver is not None else None
+        if isinstance(client, HandoffClient):
+            return {
+                **self._stats_json(),
+                "member_id": client.member_id,
+                "generation": client.epoch,  # the group's epoch, the plan in force
+                "state": client.group_state if client.joined else "UNJOINED",
+                "assignment": sorted([t, p] for t, p in client.consuming),
+            }
+        return {
+            **self._stats_json(),
+            "member_id": client.member_id if client else "",
+            "generation": client.generation if client else -1,
+            "state": client.state.value if client else None,
+            "assignment": sorted([t, p] for t, p in client.assignment) if client else [],
+        }
+
+    def _stats_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "spec": self.spec.to_json(),
             "status": "paused"
             if self.paused and self.stats.status == "running"
             else self.stats.status,
-            "member_id": client.member_id if client else "",
-            "generation": client.generation if client else -1,
-            "state": client.state.value if client else None,
-            "assignment": sorted([t, p] for t, p in client.assignment) if client else [],
             "consumed": self.stats.consumed,
             "polls": self.stats.polls,
             "restarts": self.stats.restarts,

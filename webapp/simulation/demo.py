@@ -1,4 +1,4 @@
-"""The live demo `make run` starts: two groups that keep rebalancing.
+"""The live demo `make run` starts: three groups that keep rebalancing.
 
 - `orders-eager` (eager `range` over `orders`, 12 partitions): steady members, one that flaps
   (leaves and rejoins), one too slow for max.poll.interval.ms, one that crashes (session
@@ -6,6 +6,11 @@
 - `payments-coop` (`cooperative-sticky` over `payments`, 8 partitions): three static members
   (KIP-345) that restart without causing a rebalance, a steady dynamic member, and one that
   leaves gracefully and comes back (incremental cooperative rebalances, KIP-429).
+- `inventory-handoff` (a handoff group, seed 004, over `inventory`, 6 partitions): the
+  coordinator plans and every moved partition is closed (committed) by its owner before its new
+  owner starts it. A steady member, one slow to close (the group shows Closing for a while),
+  one that flaps and one that crashes (the discovery removes it at once, without waiting for
+  its session).
 """
 
 from __future__ import annotations
@@ -19,12 +24,25 @@ from .manager import Simulation
 
 logger = logging.getLogger(__name__)
 
-TOPICS = {"orders": (12, 200.0), "payments": (8, 60.0)}
+TOPICS = {"orders": (12, 200.0), "payments": (8, 60.0), "inventory": (6, 40.0)}
+#: The demo's groups, in the order above.
+GROUPS = ("orders-eager", "payments-coop", "inventory-handoff")
 
 
 def demo_specs() -> list[tuple[str, ConsumerSpec]]:
     orders = ("orders",)
     payments = ("payments",)
+    inventory = ("inventory",)
+
+    def handoff(behaviour: Behaviour, period_ms: int = 30_000) -> ConsumerSpec:
+        return ConsumerSpec(
+            group_id="inventory-handoff",
+            topics=inventory,
+            protocol="handoff",
+            behaviour=behaviour,
+            period_ms=period_ms,
+        )
+
     return [
         ("orders-steady-1", ConsumerSpec(group_id="orders-eager", topics=orders)),
         ("orders-steady-2", ConsumerSpec(group_id="orders-eager", topics=orders)),
@@ -81,6 +99,10 @@ def demo_specs() -> list[tuple[str, ConsumerSpec]]:
                 period_ms=50_000,
             ),
         ),
+        ("inventory-steady", handoff(Behaviour.STEADY)),
+        ("inventory-slow-close", handoff(Behaviour.SLOW_CLOSE, 8_000)),
+        ("inventory-flapping", handoff(Behaviour.FLAPPING, 40_000)),
+        ("inventory-crash", handoff(Behaviour.CRASH, 65_000)),
     ]
 
 
@@ -93,7 +115,7 @@ async def run_demo(runtime: Any, simulation: Simulation, *, respawn_after_s: flo
     specs = demo_specs()
     for name, spec in specs:
         simulation.spawn(spec, name)
-    logger.info("demo: %d simulated consumers in 2 groups", len(specs))
+    logger.info("demo: %d simulated consumers in %d groups", len(specs), len(GROUPS))
     while True:
         await asyncio.sleep(respawn_after_s)
         for name, spec in specs:

@@ -110,3 +110,62 @@ export function snapshot(seq, { state = "Stable", generation = 1, members = [], 
     },
   };
 }
+
+// -- handoff groups (seed 004): coordinator_engine/events.py's Handoff* events. Partitions are
+// [[topic, partition], ...]; handoff-fold.test.js checks these fields against the engine's.
+
+export const handoffMemberJoined = (member_id, f = {}) =>
+  event("HandoffMemberJoined", {
+    member_id,
+    client_id: member_id,
+    client_host: "/127.0.0.1",
+    session_timeout_ms: 10_000,
+    topics: ["t"],
+    ...f,
+  });
+
+/** assignment: {member: [[topic, p], ...]} for every member of the group. */
+export const handoffPlanMade = (epoch, assignment, f = {}) => event("HandoffPlanMade", { epoch, assignment, ...f });
+
+const handoffPartitions = (type) => (member_id, partitions, f = {}) => event(type, { member_id, partitions, ...f });
+export const handoffClosing = handoffPartitions("HandoffPartitionsClosing");
+export const handoffClosed = handoffPartitions("HandoffPartitionsClosed");
+export const handoffGranted = handoffPartitions("HandoffPartitionsGranted");
+export const handoffStarted = handoffPartitions("HandoffPartitionsStarted");
+
+/** A feed snapshot of handoff group "g": members [{id, assignment, owned, to_start, to_close}]. */
+export function handoffSnapshot(seq, { state = "Stable", epoch = 1, members = [], topics = { t: 4 }, switches } = {}) {
+  return {
+    type: "snapshot",
+    seq,
+    topics,
+    group: {
+      group_id: "g",
+      kind: "handoff",
+      state,
+      generation_id: epoch,
+      protocol_type: "handoff",
+      protocol: null,
+      leader: null,
+      member_count: members.length,
+      members: members.map((m) => ({
+        member_id: m.id,
+        group_instance_id: null,
+        client_id: m.id,
+        client_host: "/127.0.0.1",
+        connection: "websocket",
+        session_timeout_ms: 10_000,
+        is_leader: false,
+        subscription: ["t"],
+        assignment: m.assignment ?? [],
+        owned: m.owned ?? [],
+        to_start: m.to_start ?? [],
+        to_close: m.to_close ?? [],
+      })),
+      pending_member_ids: [],
+      offsets: [],
+      total_lag: 0,
+      switches: switches ?? { partition_store: true, discovery: true },
+    },
+  };
+}

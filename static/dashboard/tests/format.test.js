@@ -70,3 +70,12 @@ test("a member's tooltip says how it is connected, when the coordinator knows", 
   assert.match(memberHelp({ ...member, connection: "simulated" }, { leader: false }), /in-process/);
   assert.doesNotMatch(memberHelp({ ...member, connection: null }, { leader: false }), /connected/);
 });
+
+test("a handoff group's events in words", async () => {
+  const { describeEvent } = await import("../format.js");
+  const closing = describeEvent({ type: "HandoffPartitionsClosing", member_id: "a", partitions: [["t", 1], ["t", 2]] });
+  assert.deepEqual(closing, { kind: "assignment", text: "a must close t-1, t-2 (stop, commit, confirm)" });
+  const plan = describeEvent({ type: "HandoffPlanMade", epoch: 3, assignment: { a: [["t", 0]], b: [["t", 1], ["t", 2]] } });
+  assert.equal(plan.text, "plan 3: 3 partitions planned for 2 members");
+  assert.equal(describeEvent({ type: "HandoffPartitionsGranted", member_id: "b", partitions: [["t", 1]] }).text, "b may start t-1: nobody else holds them now");
+});

@@ -2,7 +2,18 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { NODE_POS, STATES, STATE_HELP, TRANSITIONS, edgeGeometry } from "../states.js";
+import {
+  HANDOFF_NODE_POS,
+  HANDOFF_STATES,
+  HANDOFF_STATE_HELP,
+  HANDOFF_TRANSITIONS,
+  NODE_POS,
+  STATES,
+  STATE_HELP,
+  TRANSITIONS,
+  diagramFor,
+  edgeGeometry,
+} from "../states.js";
 
 test("the transitions are the engine's table", () => {
   // coordinator_engine/state.py is the one place that says which transitions exist.
@@ -27,4 +38,29 @@ test("edges both ways between two states bow to different sides", () => {
   assert.notEqual(there.labelX, back.labelX);
   assert.notEqual(there.labelY, back.labelY);
   assert.match(edgeGeometry("Dead", "Dead").path, /^M.* C/);
+});
+
+test("the handoff diagram's transitions are the table of docs/engine.md", () => {
+  // The engine checks the same table against coordinator_engine/handoff.py TRANSITIONS.
+  const doc = readFileSync(new URL("../../../docs/engine.md", import.meta.url), "utf8");
+  const table = doc.split("<!-- handoff-transitions:start -->")[1].split("<!-- handoff-transitions:end -->")[0];
+  const rows = [...table.matchAll(/^\| (\w+) \| (\w+) \| (.+) \|$/gm)].filter((m) => m[1] !== "from");
+  assert.equal(rows.length, 10);
+  assert.deepEqual(HANDOFF_TRANSITIONS, rows.map((m) => [m[1], m[2], m[3]]));
+  assert.deepEqual(diagramFor("handoff").transitions, HANDOFF_TRANSITIONS);
+  assert.deepEqual(diagramFor(null).transitions, TRANSITIONS);
+});
+
+test("every handoff state has a place and help, and its edges both ways bow apart", () => {
+  for (const state of HANDOFF_STATES) {
+    assert.ok(HANDOFF_NODE_POS[state], state);
+    assert.ok(HANDOFF_STATE_HELP[state].length > 20, state);
+  }
+  for (const [from, to] of HANDOFF_TRANSITIONS) {
+    assert.ok(HANDOFF_STATES.includes(from) && HANDOFF_STATES.includes(to), `${from} → ${to}`);
+  }
+  const there = edgeGeometry("Closing", "Starting", HANDOFF_NODE_POS);
+  const back = edgeGeometry("Starting", "Closing", HANDOFF_NODE_POS);
+  assert.notEqual(there.labelX, back.labelX);
+  assert.notEqual(there.labelY, back.labelY);
 });

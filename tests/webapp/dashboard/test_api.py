@@ -45,6 +45,7 @@ async def test_healthz_is_ok_once_the_runtime_serves(
         "groups": 1,
         "log_path": str(log_path),
         "listeners": {},  # a Kafka listener is the host's to open (serve does)
+        "handoff_switches": {"partition_store": True, "discovery": True},
         "engine_faults": 0,
     }
 

@@ -15,6 +15,7 @@ import pytest_asyncio
 from coordinator_engine import CoordinatorConfig, GroupState
 from coordinator_engine.consumer_protocol import decode_assignment
 from coordinator_engine.events import MemberRemoved
+from coordinator_engine.handoff import HandoffGroupView, HandoffState
 from tests.webapp.helpers import serving
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, WallClock
 from webapp.simulation.consumer import Behaviour, ConsumerSpec
@@ -206,3 +207,113 @@ def test_a_spawn_request_with_bad_fields_names_them() -> None:
     assert dataclasses.asdict(spec_from_json({"group_id": "g", "topics": ["t"]}))["topics"] == (
         "t",
     )
+
+
+# -- handoff mode (seed 004) -------------------------------------------------------------------
+
+
+def handoff_members(runtime: CoordinatorRuntime, group_id: str) -> dict[str, list[int]]:
+    view = runtime.group(group_id)
+    if not isinstance(view, HandoffGroupView):
+        return {}
+    return {m: [tp.partition for tp in v.owned] for m, v in view.members.items()}
+
+
+def handoff_stable_with(runtime: CoordinatorRuntime, group_id: str, members: int) -> bool:
+    view = runtime.group(group_id)
+    return (
+        isinstance(view, HandoffGroupView)
+        and view.state is HandoffState.STABLE
+        and len(view.members) == members
+        and all(m.owned for m in view.members.values())
+    )
+
+
+async def watch_fetchers(consumers: list[Any], doubled: list[Any], stop: asyncio.Event) -> None:
+    """Every 5 ms: no partition is in two consumers' fetchers (consumed by two at once)."""
+    while not stop.is_set():
+        seen: dict[Any, str] = {}
+        for consumer in consumers:
+            for tp in consumer.fetcher.assignment:
+                if tp in seen:
+                    doubled.append((tp, seen[tp], consumer.name))
+                seen[tp] = consumer.name
+        await asyncio.sleep(0.005)
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_handoff_consumers_move_partitions_closed_and_committed_first(live: Any) -> None:
+    runtime, simulation = live
+    first = simulation.spawn(spec(protocol="handoff"), "h1")
+    await until(lambda: handoff_stable_with(runtime, "g", 1))
+    await until(lambda: first.stats.consumed > 0)
+    doubled: list[Any] = []
+    stop = asyncio.Event()
+    consumers = [first]
+    watcher = asyncio.create_task(watch_fetchers(consumers, doubled, stop))
+    consumers.append(simulation.spawn(spec(protocol="handoff"), "h2"))
+    await until(lambda: handoff_stable_with(runtime, "g", 2))
+    await until(lambda: all(c.stats.consumed > 0 for c in consumers))
+    stop.set()
+    await watcher
+    assert doubled == []
+    owned = handoff_members(runtime, "g")
+    assert sorted(p for parts in owned.values() for p in parts) == list(range(6))
+    assert all(len(parts) == 3 for parts in owned.values())
+    # The moved partitions were committed by h1 when it closed them.
+    moved = {("orders", p) for p in owned[consumers[1].driver.client.member_id]}
+    committed = runtime.committed_offsets("g")
+    assert moved <= set(committed) and all(committed[tp].offset > 0 for tp in moved)
+    shown = consumers[1].to_json()
+    assert shown["spec"]["protocol"] == "handoff"
+    assert sorted(tuple(tp) for tp in shown["assignment"]) == sorted(moved)
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_slow_close_holds_the_handoff_group_in_closing(live: Any) -> None:
+    runtime, simulation = live
+    simulation.spawn(spec(protocol="handoff", behaviour=Behaviour.SLOW_CLOSE, period_ms=1500), "s")
+    await until(lambda: handoff_stable_with(runtime, "g", 1))
+    simulation.spawn(spec(protocol="handoff"), "n")
+    await until(lambda: getattr(runtime.group("g"), "state", None) is HandoffState.CLOSING)
+    closing_since = asyncio.get_running_loop().time()
+    await until(lambda: handoff_stable_with(runtime, "g", 2))
+    assert asyncio.get_running_loop().time() - closing_since > 1.0
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_killed_handoff_consumer_is_removed_at_once_by_the_discovery(live: Any) -> None:
+    runtime, simulation = live
+    removed: list[MemberRemoved] = []
+    runtime.add_listener(
+        lambda item: removed.append(item.event) if isinstance(item.event, MemberRemoved) else None
+    )
+    simulation.spawn(spec(protocol="handoff", session_timeout_ms=30_000), "a")
+    simulation.spawn(spec(protocol="handoff", session_timeout_ms=30_000), "b")
+    await until(lambda: handoff_stable_with(runtime, "g", 2))
+    await simulation.act("b", "kill")
+    # Its session (30 s) is far away: the discovery removed it.
+    assert len(handoff_members(runtime, "g")) == 1
+    assert [e.reason for e in removed] == ["left"]
+    await until(lambda: handoff_members(runtime, "g") and handoff_stable_with(runtime, "g", 1))
+    assert sorted(next(iter(handoff_members(runtime, "g").values()))) == list(range(6))
+
+
+def test_a_handoff_spawn_request_names_what_does_not_apply() -> None:
+    with pytest.raises(SimulationError, match="protocol must be one of classic, handoff"):
+        spec_from_json({"group_id": "g", "topics": ["t"], "protocol": "eager"})
+    with pytest.raises(SimulationError, match="'slow' does not apply to protocol 'handoff'"):
+        spec_from_json(
+            {"group_id": "g", "topics": ["t"], "protocol": "handoff", "behaviour": "slow"}
+        )
+    with pytest.raises(SimulationError, match="'static_restart' does not apply"):
+        spec_from_json(
+            {"group_id": "g", "topics": ["t"], "protocol": "handoff", "behaviour": "static_restart"}
+        )
+    with pytest.raises(SimulationError, match="'slow_close' does not apply to protocol 'classic'"):
+        spec_from_json({"group_id": "g", "topics": ["t"], "behaviour": "slow_close"})
+    made = spec_from_json({"group_id": "g", "topics": ["t"], "protocol": "handoff"})
+    assert made.protocol == "handoff" and made.to_json()["protocol"] == "handoff"

@@ -23,9 +23,28 @@ are comma-separated (``orders-0,orders-3``, Kafka's ``TopicPartition`` spelling;
     closed member=consume-4242-…
 
 and also ``coordinator-lost``, ``rebalancing``, ``revoked``, ``lost``, ``commit-failed``,
-``left`` and ``fatal`` (then the exit status is 1). SIGTERM or SIGINT closes the consumer the way
-Kafka's ``close()`` does (commit, revoke, LeaveGroup for a dynamic member) and exits 0; a second
-signal stops at once. The command touches no database: it needs no migrations.
+``left`` and ``fatal`` (then the exit status is 1).
+
+``--handoff`` makes it a member of a handoff group (seed 004) instead: the sans-IO
+``HandoffClient`` (docs/engine.md, "The handoff client"), which draws its own member id. It
+consumes only what the coordinator let it start, and when asked to close a partition it stops
+it at once and hands its position over: the client commits it, then confirms. Its lines::
+
+    joined member=Xq3…  epoch=1
+    start partitions=orders-0,orders-1 positions=orders-0:0,orders-1:0
+    start-confirmed partitions=orders-0,orders-1
+    close partitions=orders-1
+    committed member=Xq3… offsets=orders-1:120
+    close-confirmed partitions=orders-1
+
+and ``lost``, ``commit-failed``, ``coordinator-lost``, ``left``, ``fatal`` as above.
+``--assignor``, ``--instance-id``, ``--max-poll-interval-ms`` and ``--auto-commit-interval-ms``
+do not apply (the coordinator plans; a handoff member commits when it closes). Closing its
+socket makes the server remove the member at once (the discovery, docs/protocol.md).
+
+SIGTERM or SIGINT closes the consumer the way Kafka's ``close()`` does (commit, revoke,
+LeaveGroup for a dynamic member; a handoff member commits, then leaves with epoch -1) and exits
+0; a second signal stops at once. The command touches no database: it needs no migrations.
 """
 
 from __future__ import annotations
@@ -47,6 +66,7 @@ from coordinator_engine import Errors
 from coordinator_engine.assignors import ASSIGNOR_NAMES, TopicPartitionPair
 from coordinator_engine.client import (
     ClientEvent,
+    CloseConfirmed,
     CommitCompleted,
     CommitFailed,
     ConsumerConfig,
@@ -54,6 +74,9 @@ from coordinator_engine.client import (
     CoordinatorLost,
     FatalError,
     GroupClient,
+    HandoffClient,
+    HandoffConfig,
+    HandoffJoined,
     JoinedGroup,
     LeftGroup,
     MemberState,
@@ -62,7 +85,10 @@ from coordinator_engine.client import (
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
+    PartitionsToClose,
+    PartitionsToStart,
     RebalanceStarted,
+    StartConfirmed,
 )
 from webapp.simulation.client_driver import ClientDriver, WebsocketTransport
 
@@ -204,6 +230,21 @@ class EventLines:
                 )
             case FatalError():
                 return line("fatal", error=_error_name(event.error_code), reason=event.reason)
+            case HandoffJoined():
+                self.member = event.member_id
+                return line("joined", member=event.member_id, epoch=event.epoch)
+            case PartitionsToStart():
+                return line(
+                    "start",
+                    partitions=format_partitions(event.partitions),
+                    positions=format_offsets(event.positions),
+                )
+            case StartConfirmed():
+                return line("start-confirmed", partitions=format_partitions(event.partitions))
+            case PartitionsToClose():
+                return line("close", partitions=format_partitions(event.partitions))
+            case CloseConfirmed():
+                return line("close-confirmed", partitions=format_partitions(event.partitions))
         return None
 
 
@@ -219,7 +260,7 @@ class Consumption:
         self._last_ms = now_ms
         self._carry: dict[TopicPartitionPair, float] = {}
 
-    def step(self, client: GroupClient, now_ms: int) -> None:
+    def step(self, client: GroupClient | HandoffClient, now_ms: int) -> None:
         elapsed_ms, self._last_ms = now_ms - self._last_ms, now_ms
         positions = client.positions  # owned partitions whose position is known
         self._carry = {tp: c for tp, c in self._carry.items() if tp in positions}
@@ -271,6 +312,12 @@ class Command(BaseCommand):
             help="records consumed per second from each owned partition (default 10)",
         )
         parser.add_argument(
+            "--handoff",
+            action="store_true",
+            help="be a member of a handoff group (seed 004): the coordinator plans, a partition "
+            "is closed (committed) by its owner before another member starts it",
+        )
+        parser.add_argument(
             "--poll-interval-ms",
             type=int,
             default=200,
@@ -279,18 +326,20 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         client_id = options["client_id"] or f"consume-{os.getpid()}"
+        config: ConsumerConfig | HandoffConfig
         try:
-            config = ConsumerConfig(
-                group_id=options["group"],
-                topics=tuple(t.strip() for t in options["topics"].split(",") if t.strip()),
-                assignors=tuple(a.strip() for a in options["assignor"].split(",") if a.strip()),
-                group_instance_id=options["instance_id"],
-                client_id=client_id,
-                session_timeout_ms=options["session_timeout_ms"],
-                heartbeat_interval_ms=options["heartbeat_interval_ms"],
-                max_poll_interval_ms=options["max_poll_interval_ms"],
-                auto_commit_interval_ms=options["auto_commit_interval_ms"],
-            )
+            if options["handoff"]:
+                if options["instance_id"] is not None:
+                    raise ValueError("--instance-id does not apply to --handoff")
+                config = HandoffConfig(
+                    group_id=options["group"],
+                    topics=tuple(t.strip() for t in options["topics"].split(",") if t.strip()),
+                    client_id=client_id,
+                    session_timeout_ms=options["session_timeout_ms"],
+                    heartbeat_interval_ms=options["heartbeat_interval_ms"],
+                )
+            else:
+                config = self._classic_config(options, client_id)
         except (TypeError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         url = options["url"]
@@ -311,12 +360,31 @@ class Command(BaseCommand):
         if fatal is not None:
             raise CommandError(f"the consumer stopped: {fatal}")
 
+    @staticmethod
+    def _classic_config(options: dict[str, Any], client_id: str) -> ConsumerConfig:
+        return ConsumerConfig(
+            group_id=options["group"],
+            topics=tuple(t.strip() for t in options["topics"].split(",") if t.strip()),
+            assignors=tuple(a.strip() for a in options["assignor"].split(",") if a.strip()),
+            group_instance_id=options["instance_id"],
+            client_id=client_id,
+            session_timeout_ms=options["session_timeout_ms"],
+            heartbeat_interval_ms=options["heartbeat_interval_ms"],
+            max_poll_interval_ms=options["max_poll_interval_ms"],
+            auto_commit_interval_ms=options["auto_commit_interval_ms"],
+        )
+
     def emit(self, text: str) -> None:
         self.stdout.write(text)
         self.stdout.flush()
 
     async def run(
-        self, config: ConsumerConfig, url: str, *, consume_rate: float, poll_interval_ms: int
+        self,
+        config: ConsumerConfig | HandoffConfig,
+        url: str,
+        *,
+        consume_rate: float,
+        poll_interval_ms: int,
     ) -> str | None:
         """Consume until a signal (then close gracefully) or a fatal error (returned)."""
         loop = asyncio.get_running_loop()
@@ -343,9 +411,19 @@ class Command(BaseCommand):
             if isinstance(event, FatalError):
                 fatal.append(f"{_error_name(event.error_code)}: {event.reason}")
                 stopping.set()
+            elif isinstance(event, PartitionsToClose) and isinstance(client, HandoffClient):
+                # Stop at once: what was consumed up to now is committed, then confirmed.
+                consumption.step(client, monotonic_ms())
+                positions = client.positions
+                client.partitions_stopped({tp: positions.get(tp, -1) for tp in event.partitions})
+                driver.kick()
 
         transport = WebsocketTransport(url)
-        client = GroupClient(config, monotonic_ms())
+        client: GroupClient | HandoffClient
+        if isinstance(config, HandoffConfig):
+            client = HandoffClient(config, monotonic_ms())
+        else:
+            client = GroupClient(config, monotonic_ms())
         driver = ClientDriver(client, transport, monotonic_ms, on_event)
         consumption = Consumption(consume_rate, monotonic_ms())
         self.emit(
@@ -359,8 +437,15 @@ class Command(BaseCommand):
             )
         )
         await transport.start()
+        connections = 0
         try:
             while not stopping.is_set():
+                if isinstance(client, HandoffClient):
+                    # The server removes a handoff member as soon as its socket ends: a dropped
+                    # (or replaced) socket means everything held is someone else's now.
+                    if not transport.connected or transport.connections != connections:
+                        client.connection_lost(monotonic_ms())
+                    connections = transport.connections
                 consumption.step(client, monotonic_ms())
                 driver.poll()
                 with contextlib.suppress(TimeoutError):

@@ -59,7 +59,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--demo",
             action="store_true",
-            help="start the live demo: two groups of simulated consumers that keep rebalancing",
+            help="start the live demo: three groups of simulated consumers that keep rebalancing",
         )
         parser.add_argument(
             "--no-migrate",
@@ -159,7 +159,8 @@ class Command(BaseCommand):
                     )
                 )
                 self.stdout.write(
-                    "Live demo: groups orders-eager and payments-coop are churning; "
+                    "Live demo: groups orders-eager, payments-coop and inventory-handoff are "
+                    "churning; "
                     f"open http://{host}:{port}/api/groups"
                 )
 

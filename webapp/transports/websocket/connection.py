@@ -8,8 +8,10 @@ their requests by ``id``.
 A malformed frame gets an error reply and the connection stays open, unless the client sends
 more than ``FLOOD_LIMIT`` malformed frames within ``FLOOD_WINDOW_S`` seconds: then the socket is
 closed with 4429 (too many malformed frames; the close codes are in ``webapp.sockets``).
-Closing the socket, or the socket dying, does nothing to the group: its members time out like
-a Kafka client that went away.
+Closing the socket, or the socket dying, does nothing to a classic group: its members time
+out like a Kafka client that went away. A handoff group's members that heartbeat on this socket
+leave at once (seed 004's discovery sees the consumer vanish; the runtime's "Discovery", which
+holds the departures back while the discovery is switched off).
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
             # A burst of frames (a group's members all rejoining) takes its turn in shares.
             await turns.wait()
             response = await self.runtime.submit(
-                self._with_client_host(frame.request), via="websocket"
+                self._with_client_host(frame.request), via="websocket", connection=self
             )
         except asyncio.CancelledError:
             raise
@@ -127,3 +129,6 @@ class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
         # group, as in Kafka); only their replies have nowhere to go.
         for task in getattr(self, "_tasks", ()):
             task.cancel()
+        runtime = getattr(self, "runtime", None)
+        if runtime is not None:
+            runtime.connection_closed(self)
