@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -183,8 +184,27 @@ class HandoffGroupView:
     members: Mapping[str, HandoffMemberView]
 
 
+def _changes_nothing(
+    member: HandoffMember, req: HandoffHeartbeatRequest, topics: tuple[str, ...]
+) -> bool:
+    """A heartbeat that confirms nothing it was asked and keeps its topics and session."""
+    return (
+        member.topics == topics
+        and member.session_timeout_ms == req.session_timeout_ms
+        and not (req.closed and member.to_close)
+        and not (req.started and member.granted_starts())
+    )
+
+
 def _tps(partitions: Iterable[TP]) -> tuple[TopicPartition, ...]:
     return tuple(TopicPartition(topic=t, partition=p) for t, p in sorted(partitions))
+
+
+@functools.lru_cache(maxsize=4096)
+def _sorted_tps(partitions: frozenset[TP]) -> tuple[TopicPartition, ...]:
+    """``_tps`` of a member's set, remembered: a member's sets change at handoffs only, and a
+    heartbeat's answer repeats them."""
+    return _tps(partitions)
 
 
 def _json_tps(partitions: Iterable[TP]) -> list[list[Any]]:
@@ -417,6 +437,14 @@ class HandoffGroupManager:
                 HandoffHeartbeatResponse(error_code=error_code_of(exc), member_id=req.member_id)
             )
         topics = tuple(sorted(set(req.topics)))
+        if (
+            group is not None
+            and req.member_epoch != 0
+            and _changes_nothing(group.members[req.member_id], req, topics)
+        ):
+            # Most heartbeats: nothing to record, nothing to plan (every change re-settles
+            # the group when it happens), so no draft of the group is made.
+            return self._answer(group, req.member_id, now)
 
         def update(draft: _Draft) -> None:
             member = draft.members.get(req.member_id)
@@ -481,19 +509,25 @@ class HandoffGroupManager:
             )
         stored = self._groups[req.group_id]
         assert isinstance(stored, HandoffGroup)
-        member = stored.members[req.member_id]
+        return self._answer(stored, req.member_id, now)
+
+    def _answer(
+        self, group: HandoffGroup, member_id: str, now: int
+    ) -> Reply[HandoffHeartbeatResponse]:
+        """A heartbeat's answer from the group as it now is; the member's session re-armed."""
+        member = group.members[member_id]
         self._timers.schedule(
-            ("handoff-session", req.group_id, req.member_id), now + member.session_timeout_ms
+            ("handoff-session", group.group_id, member_id), now + member.session_timeout_ms
         )
         return Reply.of(
             HandoffHeartbeatResponse(
                 error_code=NONE,
-                member_id=req.member_id,
-                member_epoch=stored.epoch,
-                group_state=stored.state.value,
-                close=_tps(member.to_close),
-                start=_tps(member.granted_starts()),
-                assignment=_tps(member.assignment),
+                member_id=member_id,
+                member_epoch=group.epoch,
+                group_state=group.state.value,
+                close=_sorted_tps(member.to_close),
+                start=_sorted_tps(member.granted_starts()),
+                assignment=_sorted_tps(member.assignment),
             )
         )
 

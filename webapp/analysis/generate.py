@@ -922,6 +922,7 @@ class _HandoffMember:
         "heartbeat_ms",
         "member_id",
         "quiet_heartbeat_ms",
+        "quiet_request",
         "run",
         "session_ms",
         "stalled_until",
@@ -952,6 +953,7 @@ class _HandoffMember:
         self.hb_last = 0
         self.hb_due: int | None = None
         self.commit_due = 0
+        self.quiet_request: HandoffHeartbeatRequest | None = None
 
     def new_id(self) -> str:
         return f"{self.client_id}-{self.run.rng.getrandbits(48):012x}"
@@ -1007,6 +1009,14 @@ class _HandoffMember:
     # -- heartbeats ----------------------------------------------------------------------------
 
     def request(self, epoch: int) -> HandoffHeartbeatRequest:
+        if not (self.closed or self.started):  # most heartbeats: the same request as before
+            quiet = self.quiet_request
+            if quiet is None or quiet.member_epoch != epoch or quiet.member_id != self.member_id:
+                quiet = self.quiet_request = self.new_request(epoch)
+            return quiet
+        return self.new_request(epoch)
+
+    def new_request(self, epoch: int) -> HandoffHeartbeatRequest:
         return HandoffHeartbeatRequest(
             group_id=self.group.spec.group_id,
             member_id=self.member_id,
