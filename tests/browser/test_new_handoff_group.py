@@ -165,3 +165,32 @@ def test_staff_create_a_handoff_group_from_the_ui_and_a_newcomer_brings_a_handof
     page.get_by_test_id("back-to-live").click()
     expect(page.get_by_test_id("time-travel-label")).to_have_text("live")
     expect(state).to_have_text("Stable", timeout=TIMEOUT_MS)
+
+
+def test_a_new_groups_page_spawns_either_protocol_and_turns_handoff(
+    server: LiveServer, page: Page, shots: Shots
+) -> None:
+    """`/groups/<id>/` of a group that does not exist yet: the spawn form leaves the protocol
+    free (classic first); handoff consumers spawned there make it a handoff group's page."""
+    server.post("/api/topics", {"name": "events", "partitions": PARTITIONS})
+    sign_in(page, server, STAFF, "/groups/fresh/")
+    expect(page.get_by_test_id("connection-status")).to_have_text("live", timeout=TIMEOUT_MS)
+    expect(page.locator(".group-notice")).to_contain_text("There is no group “fresh” yet")
+    protocol = page.get_by_test_id("spawn-protocol")
+    expect(protocol).to_have_value("classic")
+    expect(page.get_by_test_id("spawn-assignor")).to_be_visible()
+    assert "static_restart" in options(page, "spawn-behaviour")
+    protocol.select_option("handoff")
+    assert options(page, "spawn-behaviour") == HANDOFF_BEHAVIOURS
+    page.get_by_test_id("spawn-topics").fill("events")
+    page.get_by_test_id("action-spawn").click()
+    page.get_by_test_id("confirm-action").click()
+    expect(page.get_by_test_id("action-result")).to_contain_text(
+        "started 1 steady consumer", timeout=TIMEOUT_MS
+    )
+    expect(page.locator("body")).to_have_attribute("data-kind", "handoff", timeout=TIMEOUT_MS)
+    expect(page.get_by_test_id("group-state")).to_have_text("Stable", timeout=TIMEOUT_MS)
+    expect(page.locator(".group-notice")).to_be_hidden()
+    expect(lanes(page)).to_have_count(1)
+    expect(protocol).to_have_value("handoff")
+    shots(page, "fresh-is-handoff")
