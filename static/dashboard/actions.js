@@ -7,13 +7,16 @@
 
 import { getJSON, postJSON } from "./common.js";
 import { formatCount, shortId } from "./format.js";
+import { kindConflict, spawnBody, spawnQuestion, spawnValues, wireSpawnForm } from "./spawn.js";
 
 const SIMULATIONS_EVERY_MS = 3000;
 
 /** A handoff group's outage switches (docs/dashboard.md, "handoff-switches"), in words. */
 const SWITCH_NAMES = { partition_store: "partition store", discovery: "discovery" };
 
-/** Reads a form's fields into the body of its action; throws Error(words) on bad input. */
+/** Reads a form's fields into the body of its action; throws Error(words) on bad input.
+ *  `group.kind` is the shown group's kind ("classic" or "handoff"; null while it does not
+ *  exist). */
 const BODIES = {
   // One form per switch: data-switch names it, data-to ("up" or "down") what a click does.
   "handoff-switches": (f, groupId, form) => ({ group_id: groupId, [form.dataset.switch]: form.dataset.to === "up" }),
@@ -24,17 +27,10 @@ const BODIES = {
     if (!f.member_id.value) throw new Error("choose a member to remove");
     return { group_id: groupId, member_id: f.member_id.value };
   },
-  spawn: (f, groupId) => {
-    const topics = f.topics.value.split(/[\s,]+/).filter(Boolean);
-    if (!topics.length) throw new Error("name at least one topic to subscribe to");
-    const body = {
-      group_id: groupId,
-      topics,
-      behaviour: f.behaviour.value,
-      count: Number(f.count.value),
-      assignor: f.assignor.value,
-    };
-    if (f.instance_id.value.trim()) body.instance_id = f.instance_id.value.trim();
+  spawn: (f, groupId, form, group) => {
+    const body = spawnBody(spawnValues(f), groupId);
+    const conflict = kindConflict(group.kind, body.protocol, groupId);
+    if (conflict) throw new Error(conflict);
     return body;
   },
   partitions: (f) => {
@@ -63,9 +59,7 @@ const QUESTIONS = {
   "delete-group": (b) => `Delete group ${b.group_id} and its committed offsets? Only an Empty group can be deleted.`,
   cleanup: () => "Run offset expiry and the removal of expired empty groups now?",
   "remove-member": (b) => `Remove member ${shortId(b.member_id)} from ${b.group_id}? The group will rebalance without it.`,
-  spawn: (b) =>
-    `Start ${b.count} simulated ${b.behaviour} consumer${b.count === 1 ? "" : "s"} in ${b.group_id} ` +
-    `(topics ${b.topics.join(", ")}, assignor ${b.assignor}${b.instance_id ? `, instance id ${b.instance_id}` : ""})?`,
+  spawn: spawnQuestion,
   partitions: (b) => `Grow topic ${b.topic} to ${b.partitions} partitions? Partition counts only grow.`,
   "reset-offsets": (b) =>
     `Reset the committed offsets of ${b.group_id}${b.topic ? ` on ${b.topic}` : ""} to ${b.to}? The group must be Empty.`,
@@ -86,6 +80,9 @@ export function createActions(panel, { groupId, onSwitches = () => {} }) {
   const removeSelect = panel.querySelector('[name="member_id"]');
   const topicsInput = panel.querySelector('form[data-action="spawn"] [name="topics"]');
   const assignorSelect = panel.querySelector('form[data-action="spawn"] [name="assignor"]');
+  const protocolSelect = panel.querySelector('form[data-action="spawn"] [name="protocol"]');
+  const spawnForm = wireSpawnForm(panel.querySelector('form[data-action="spawn"]'));
+  const group = { kind: null }; // the live group's kind, for the spawn form's check
   const topicList = panel.querySelector("#known-topics");
   const simBody = panel.querySelector(".simulations tbody");
   let pending = null; // {action, body} awaiting confirmation
@@ -141,7 +138,7 @@ export function createActions(panel, { groupId, onSwitches = () => {} }) {
       event.preventDefault();
       const action = form.dataset.action;
       try {
-        ask(action, BODIES[action](form.elements, groupId, form));
+        ask(action, BODIES[action](form.elements, groupId, form, group));
       } catch (error) {
         show(`${action}: ${error.message}`, false);
       }
@@ -154,7 +151,7 @@ export function createActions(panel, { groupId, onSwitches = () => {} }) {
   });
 
   // What the staff member chose themselves is no longer filled in from the group.
-  for (const input of [topicsInput, assignorSelect]) {
+  for (const input of [topicsInput, assignorSelect, protocolSelect]) {
     input.addEventListener("input", () => (input.dataset.touched = "true"));
   }
 
@@ -214,12 +211,18 @@ export function createActions(panel, { groupId, onSwitches = () => {} }) {
   let shownMembers = null;
   let shownTopics = null;
   let shownProtocol = null;
+  let shownKind;
   let shownSwitches = null;
   return {
     /** Keep the member select, the topic suggestions and the assignor (a newcomer must offer
      *  the group's protocol, or the coordinator refuses it: INCONSISTENT_GROUP_PROTOCOL) in
-     *  step with the live group. */
+     *  step with the live group; so is the spawn form's protocol (kinds do not mix). */
     update(model) {
+      const kind = model.exists ? model.kind : null;
+      if (kind !== shownKind) {
+        shownKind = group.kind = kind;
+        if (kind && !protocolSelect.dataset.touched) spawnForm.setProtocol(kind);
+      }
       if (model.switches !== shownSwitches) {
         // Each switch's button says how it is now; a click turns it the other way.
         shownSwitches = model.switches;

@@ -4,6 +4,7 @@
 import { FrameScheduler, LabHooks, setText, showConnection } from "./common.js";
 import { APPLY, GAP, GroupsSequence, LiveFeed, feedUrl } from "./feed.js";
 import { formatCount } from "./format.js";
+import { createNewGroup } from "./new-group.js";
 import {
   BUCKETS,
   BUCKET_MS,
@@ -154,6 +155,17 @@ d3.select(".state-legend")
   .join("li")
   .call((li) => li.append("span").attr("class", (s) => `state-badge state-${s}`).text((s) => s))
   .call((li) => li.append("span").text((s) => STATE_HELP[s]));
+
+// Staff: a new group, of either kind. A group the overview lists keeps its kind (a Dead one is gone).
+const newGroup = document.querySelector('[data-role="new-group"]');
+if (newGroup) {
+  createNewGroup(newGroup, {
+    kindOf(groupId) {
+      const g = model && model.groups.get(groupId);
+      return g && g.state !== "Dead" ? (g.kind ?? "classic") : null;
+    },
+  });
+}
 
 // Leaving the page closes the socket: no "reconnecting" flash while the next page loads. A
 // page restored from the back-forward cache starts again from a fresh snapshot.

@@ -21,6 +21,7 @@ from coordinator_engine import (
     DeleteGroupsRequest,
     Errors,
     GroupState,
+    HandoffGroupView,
     LeaveGroupRequest,
     MemberIdentity,
     OffsetCommitRequest,
@@ -122,7 +123,8 @@ async def spawn(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:
     count = fields.pop("count", 1)
     if type(count) is not int or not 1 <= count <= MAX_SPAWN:
         raise Refused(400, f"count must be an integer from 1 to {MAX_SPAWN}")
-    instance_id = fields.pop("group_instance_id", None) or None
+    # The page sends `instance_id` (docs/dashboard.md); the spawn body's own name is taken too.
+    instance_id = fields.pop("instance_id", None) or fields.pop("group_instance_id", None) or None
     simulation = simulation_for(runtime)
     specs = []
     for n in range(count):
@@ -132,6 +134,7 @@ async def spawn(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:
             specs.append(spec_from_json(fields))
         except SimulationError as exc:
             raise Refused(400, str(exc)) from None
+    _require_kind(runtime, specs[0].group_id, specs[0].protocol)
     names = [simulation.spawn(spec).name for spec in specs]
     behaviour = specs[0].behaviour.value
     return Outcome(
@@ -140,6 +143,21 @@ async def spawn(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:
         f"{specs[0].group_id!r}: {', '.join(names)}",
         extra={"names": names},
     )
+
+
+def _require_kind(runtime: CoordinatorRuntime, group_id: str, protocol: str) -> None:
+    """Kinds do not mix (docs/engine.md, "Handoff groups"): consumers of the other protocol
+    would each be refused with INCONSISTENT_GROUP_PROTOCOL and stop, so none is started."""
+    view = runtime.group(group_id)
+    if view is None:
+        return
+    kind = "handoff" if isinstance(view, HandoffGroupView) else "classic"
+    if kind != protocol:
+        raise Refused(
+            409,
+            f"INCONSISTENT_GROUP_PROTOCOL: group {group_id!r} is a {kind} group and kinds do "
+            f"not mix; spawn {kind} consumers there, or {protocol} ones in another group",
+        )
 
 
 async def simulation(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:

@@ -4,6 +4,7 @@ writes closed to anonymous callers unless ``REBALANCE_LAB_OPEN_API``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -12,10 +13,12 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import AsyncClient
 
+from coordinator_engine import HandoffGroupView
 from tests.live_server import free_port
 from tests.webapp.helpers import Client, stable_group
 from webapp.models import AdminAction
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
+from webapp.simulation.manager import simulation_for
 
 pytestmark = pytest.mark.asyncio
 
@@ -225,6 +228,53 @@ async def test_spawn_partitions_cleanup_and_bad_input(runtime: CoordinatorRuntim
     assert not_json.status_code == 400
     assert not_json.json()["error"].startswith("the body is not JSON")
     assert [r.ok for r in await audit()][-3:] == [False, False, False]
+
+
+async def test_spawn_refuses_consumers_of_the_other_kind_and_takes_the_pages_instance_id(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    await runtime.create_topic("orders", partitions=2)
+    await stable_group(ws)  # a classic group, my-group
+    staff = await signed_in("ops")
+    simulation = simulation_for(runtime)
+    try:
+        refused = await act(
+            staff,
+            "spawn",
+            {"group_id": "my-group", "topics": ["orders"], "protocol": "handoff", "count": 2},
+        )
+        assert refused.status_code == 409, refused.content
+        error = refused.json()["error"]
+        assert error.startswith("INCONSISTENT_GROUP_PROTOCOL: group 'my-group' is a classic group")
+        assert simulation.consumers == {}, "nothing was started"
+
+        started = await act(
+            staff,
+            "spawn",
+            {"group_id": "h", "topics": ["orders"], "protocol": "handoff", "behaviour": "steady"},
+        )
+        assert started.status_code == 200, started.content
+        for _ in range(200):
+            if isinstance(runtime.group("h"), HandoffGroupView):
+                break
+            await asyncio.sleep(0.02)
+        assert isinstance(runtime.group("h"), HandoffGroupView)
+        classic = await act(staff, "spawn", {"group_id": "h", "topics": ["orders"]})
+        assert classic.status_code == 409, classic.content
+        assert "group 'h' is a handoff group" in classic.json()["error"]
+
+        # The page's spawn form names a static member's id `instance_id`.
+        static = await act(
+            staff,
+            "spawn",
+            {"group_id": "s", "topics": ["orders"], "count": 2, "instance_id": "box"},
+        )
+        assert static.status_code == 200, static.content
+        ids = sorted(simulation.get(n).spec.group_instance_id for n in static.json()["names"])
+        assert ids == ["box-1", "box-2"]
+        assert [r.ok for r in await audit()] == [False, True, False, True]
+    finally:
+        await simulation.stop_all()
 
 
 async def test_the_apis_writes_need_staff_unless_opened(
