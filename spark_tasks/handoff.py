@@ -309,13 +309,20 @@ def handoff_partition_changes(rebalances: DataFrame, events: DataFrame) -> DataF
 
 
 def _member_partitions(events: DataFrame, kind: str) -> DataFrame:
-    return events.where(_is(kind)).select(
-        "group_id",
-        "seq",
-        "at_ms",
-        "member_id",
-        "rebalance_id",
-        F.explode("partitions").alias("_tp"),
+    """One row per partition of each ``kind`` event: group_id, seq, at_ms, member_id,
+    rebalance_id, topic, partition."""
+    return (
+        events.where(_is(kind))
+        .select(
+            "group_id",
+            "seq",
+            "at_ms",
+            "member_id",
+            "rebalance_id",
+            F.explode("partitions").alias("_tp"),
+        )
+        .select("*", F.col("_tp.topic").alias("topic"), F.col("_tp.partition").alias("partition"))
+        .drop("_tp")
     )
 
 
@@ -332,12 +339,9 @@ def handoff_holdings(events: DataFrame) -> DataFrame:
             )
         )
     )
-    last = moves.groupBy(
-        "group_id",
-        "member_id",
-        F.col("_tp.topic").alias("topic"),
-        F.col("_tp.partition").alias("partition"),
-    ).agg(F.max(F.struct("seq", "_granted", "at_ms")).alias("_last"))
+    last = moves.groupBy("group_id", "member_id", "topic", "partition").agg(
+        F.max(F.struct("seq", "_granted", "at_ms")).alias("_last")
+    )
     removals = events.where(_is("MemberRemoved")).select(
         "group_id", "member_id", "seq", "at_ms", "rebalance_id", "reason"
     )
@@ -365,50 +369,23 @@ def handoff_unavailability(
     """Each revoked partition's unavailable interval (module docstring), with the columns of
     ``rebalance_report.partition_unavailability``."""
     tp = ["group_id", "topic", "partition"]
-    closing = _member_partitions(events, "HandoffPartitionsClosing").select(
-        "group_id",
-        "seq",
-        "at_ms",
-        "member_id",
-        "rebalance_id",
-        F.col("_tp.topic").alias("topic"),
-        F.col("_tp.partition").alias("partition"),
-        F.lit(False).alias("_grant"),
+    columns = ["group_id", "seq", "at_ms", "member_id", "rebalance_id", "topic", "partition"]
+    revoked = (
+        _member_partitions(events, "HandoffPartitionsClosing")
+        .unionByName(holdings.select(*columns))
+        .withColumn("_grant", F.lit(False))
     )
-    released = holdings.select(
-        "group_id",
-        "seq",
-        "at_ms",
-        "member_id",
-        "rebalance_id",
-        "topic",
-        "partition",
-        F.lit(False).alias("_grant"),
-    )
-    granted = _member_partitions(events, "HandoffPartitionsGranted").select(
-        "group_id",
-        "seq",
-        "at_ms",
-        "member_id",
-        "rebalance_id",
-        F.col("_tp.topic").alias("topic"),
-        F.col("_tp.partition").alias("partition"),
-        F.lit(True).alias("_grant"),
+    granted = _member_partitions(events, "HandoffPartitionsGranted").withColumn(
+        "_grant", F.lit(True)
     )
     later = (
         Window.partitionBy(*tp)
         .orderBy(F.col("seq").desc())
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    timeline = (
-        closing.unionByName(released)
-        .unionByName(granted)
-        .withColumn(
-            "_next_grant",
-            F.last(F.when(F.col("_grant"), F.struct("seq", "at_ms", "member_id")), True).over(
-                later
-            ),
-        )
+    timeline = revoked.unionByName(granted).withColumn(
+        "_next_grant",
+        F.last(F.when(F.col("_grant"), F.struct("seq", "at_ms", "member_id")), True).over(later),
     )
     revocations = (
         timeline.where(~F.col("_grant") & F.col("rebalance_id").isNotNull())
