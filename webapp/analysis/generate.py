@@ -523,7 +523,69 @@ class _State(enum.Enum):
 UNJOINED, JOINING, SYNCING, STABLE, DEAD = _State
 
 
-class _Member:
+def _position(now: int) -> int:
+    """What a member has consumed of a partition by ``now`` (offsets grow at a steady rate)."""
+    return (now - START_MS) * RECORDS_PER_SECOND // SECOND_MS
+
+
+class _Process:
+    """What a classic and a handoff member share: their commit ticks' start, their heartbeats'
+    schedule, waking up when the group changes (quiet heartbeats: see the module docstring),
+    and dying."""
+
+    __slots__ = ()
+
+    run: _CoordinatorRun
+    group: _GroupRun
+    alive: bool
+    hb_due: int | None
+    hb_last: int
+    heartbeat_ms: int
+    commit_due: int
+
+    @property
+    def in_group(self) -> bool:
+        """Heartbeating in the group (woken by its changes)."""
+        raise NotImplementedError
+
+    def heartbeat(self, due: int) -> None:
+        raise NotImplementedError
+
+    def commit_tick(self, due: int) -> None:
+        raise NotImplementedError
+
+    def schedule_commits(self, delay_ms: int) -> None:
+        """The first commit tick, at a random point of the first interval."""
+        run = self.run
+        interval = run.commit_interval_ms
+        self.commit_due = run.now + delay_ms + run.rng.randrange(interval // 2, interval + 1)
+        run.at(self.commit_due, self.commit_tick, self.commit_due)
+
+    def schedule_heartbeat(self, due: int) -> None:
+        self.hb_due = due
+        run = self.run
+        heapq.heappush(run.heap, (due, next(run.order), self.heartbeat, due))  # run.at, inlined
+
+    def wake(self) -> None:
+        """The group changed: heartbeat at the next regular tick, where a member learns of it."""
+        due = self.hb_due
+        if due is not None and self.in_group:
+            last = self.hb_last
+            tick = last + ((self.run.now - last) // self.heartbeat_ms + 1) * self.heartbeat_ms
+            if tick < due:
+                self.schedule_heartbeat(tick)
+
+    def die(self) -> None:
+        self.alive = False
+        self.hb_due = None
+        self.group.members.remove(self)  # type: ignore[arg-type]
+
+    def crash(self) -> None:
+        self.group.summary.crashes += 1
+        self.die()
+
+
+class _Member(_Process):
     """One consumer process of a group (see the module docstring for what it does)."""
 
     __slots__ = (
@@ -588,22 +650,18 @@ class _Member:
 
     # -- life ----------------------------------------------------------------------------------
 
+    @property
+    def in_group(self) -> bool:
+        return self.state is STABLE
+
     def start(self, delay_ms: int) -> None:
         run = self.run
         run.at(run.now + delay_ms, self.poll, None)
-        interval = run.commit_interval_ms
-        self.commit_due = run.now + delay_ms + run.rng.randrange(interval // 2, interval + 1)
-        run.at(self.commit_due, self.commit_tick, self.commit_due)
+        self.schedule_commits(delay_ms)
 
     def die(self) -> None:
-        self.alive = False
         self.state = DEAD
-        self.hb_due = None
-        self.group.members.remove(self)
-
-    def crash(self) -> None:
-        self.group.summary.crashes += 1
-        self.die()
+        super().die()
 
     def fail(self) -> None:
         self.group.summary.fatal_errors += 1
@@ -793,20 +851,6 @@ class _Member:
 
     # -- heartbeats ----------------------------------------------------------------------------
 
-    def schedule_heartbeat(self, due: int) -> None:
-        self.hb_due = due
-        run = self.run
-        heapq.heappush(run.heap, (due, next(run.order), self.heartbeat, due))  # run.at, inlined
-
-    def wake(self) -> None:
-        """The group changed: heartbeat at the next regular tick (see the module docstring)."""
-        due = self.hb_due
-        if due is not None and self.state is STABLE:
-            last = self.hb_last
-            tick = last + ((self.run.now - last) // self.heartbeat_ms + 1) * self.heartbeat_ms
-            if tick < due:
-                self.schedule_heartbeat(tick)
-
     def heartbeat(self, due: int) -> None:
         if not self.alive or self.state is not STABLE or due != self.hb_due:
             return
@@ -837,7 +881,7 @@ class _Member:
         if not partitions or not self.member_id:
             return
         run = self.run
-        position = (run.now - START_MS) * RECORDS_PER_SECOND // SECOND_MS
+        position = _position(run.now)
         response = run.handle(
             OffsetCommitRequest(
                 group_id=self.group.spec.group_id,
@@ -899,7 +943,7 @@ class _Member:
             self.poll(None)
 
 
-class _HandoffMember:
+class _HandoffMember(_Process):
     """One consumer process of a handoff group (seed 004): it speaks only HandoffHeartbeat.
 
     It joins with epoch 0 under an id of its own (KIP-1082), consumes exactly the partitions it
@@ -968,22 +1012,13 @@ class _HandoffMember:
 
     # -- life ----------------------------------------------------------------------------------
 
+    @property
+    def in_group(self) -> bool:
+        return self.epoch > 0
+
     def start(self, delay_ms: int) -> None:
-        run = self.run
-        self.schedule_heartbeat(run.now + delay_ms)
-        interval = run.commit_interval_ms
-        self.commit_due = run.now + delay_ms + run.rng.randrange(interval // 2, interval + 1)
-        run.at(self.commit_due, self.commit_tick, self.commit_due)
-
-    def die(self) -> None:
-        self.alive = False
-        self.hb_due = None
-        self.group.members.remove(self)
-
-    def crash(self) -> None:
-        """It stops dead: the engine releases its partitions when its session expires."""
-        self.group.summary.crashes += 1
-        self.die()
+        self.schedule_heartbeat(self.run.now + delay_ms)
+        self.schedule_commits(delay_ms)
 
     def close(self) -> None:
         """Commit what it consumes, then leave (epoch -1): its partitions are free at once."""
@@ -1028,21 +1063,6 @@ class _HandoffMember:
             client_id=self.client_id,
             client_host=self.client_host,
         )
-
-    def schedule_heartbeat(self, due: int) -> None:
-        self.hb_due = due
-        run = self.run
-        heapq.heappush(run.heap, (due, next(run.order), self.heartbeat, due))
-
-    def wake(self) -> None:
-        """The group changed: heartbeat at the next regular tick, where a member would learn
-        what to close or start."""
-        due = self.hb_due
-        if due is not None and self.epoch > 0:
-            last = self.hb_last
-            tick = last + ((self.run.now - last) // self.heartbeat_ms + 1) * self.heartbeat_ms
-            if tick < due:
-                self.schedule_heartbeat(tick)
 
     def heartbeat(self, due: int) -> None:
         if not self.alive or due != self.hb_due:
@@ -1105,7 +1125,7 @@ class _HandoffMember:
         if not partitions or self.epoch <= 0:
             return
         run = self.run
-        position = (run.now - START_MS) * RECORDS_PER_SECOND // SECOND_MS
+        position = _position(run.now)
         response = run.handle(
             OffsetCommitRequest(
                 group_id=self.group.spec.group_id,
@@ -1279,7 +1299,7 @@ class _GroupRun:
             run.at(run.now + run.rng.randrange(16 * HOUR_MS, 40 * HOUR_MS), self.startup)
             return
         topic = self.spec.topics[0]
-        position = (run.now - START_MS) * RECORDS_PER_SECOND // SECOND_MS
+        position = _position(run.now)
         response = run.handle(
             OffsetCommitRequest(
                 group_id=self.spec.group_id,
