@@ -58,12 +58,12 @@ def forced_removals(history: DataFrame) -> DataFrame:
     )
 
 
-def classic_holdings(removals: DataFrame, assignments: DataFrame) -> DataFrame:
+def classic_holdings(history: DataFrame, removals: DataFrame, assignments: DataFrame) -> DataFrame:
     """What each removed member of a classic group held: its partitions in the group's last
     ``AssignmentStored`` before its removal (``assignments``: ``assignments_of``'s rows).
     Columns as ``handoff_holdings``: group_id, member_id, topic, partition, granted_ms (when
     that assignment was stored), and the removal's seq, at_ms and reason."""
-    stored = assignments.select("group_id", "seq", "at_ms").distinct()
+    stored = history.where(F.col("type") == "AssignmentStored").select("group_id", "seq")
     so_far = (
         Window.partitionBy("group_id")
         .orderBy("seq")
@@ -131,18 +131,17 @@ def duplicate_windows(history: DataFrame, holdings: DataFrame, protocols: DataFr
         )
     )
     keys = ["group_id", "member_id", "topic", "partition"]
-    in_partition = Window.partitionBy(*keys).orderBy("seq")
-    commits = commits.withColumn("_previous", F.lag(F.struct("at_ms", "offset")).over(in_partition))
-    last_commit = (
+    latest = F.sort_array(F.collect_list(F.struct("seq", "at_ms", "offset")), asc=False)
+    last_commits = (
         holdings.select(*keys, F.col("seq").alias("_removed_seq"))
         .join(commits, keys)
         .where(F.col("seq") < F.col("_removed_seq"))
         .groupBy(*keys, "_removed_seq")
-        .agg(F.max(F.struct("seq", "at_ms", "offset", "_previous")).alias("_commit"))
+        .agg(F.slice(latest, 1, 2).alias("_commits"))
     )
-    commit = F.col("_commit")
-    elapsed = commit["at_ms"] - commit["_previous"]["at_ms"]
-    rate = F.when(elapsed > 0, (commit["offset"] - commit["_previous"]["offset"]) / elapsed)
+    commit, previous = F.get(F.col("_commits"), 0), F.get(F.col("_commits"), 1)
+    elapsed = commit["at_ms"] - previous["at_ms"]
+    rate = F.when(elapsed > 0, (commit["offset"] - previous["offset"]) / elapsed)
     start = F.coalesce(commit["at_ms"], F.col("granted_ms"))
     alive_until = F.when(
         F.col("reason") == RemovalReason.SESSION_TIMEOUT.value,
@@ -150,7 +149,7 @@ def duplicate_windows(history: DataFrame, holdings: DataFrame, protocols: DataFr
     ).otherwise(F.col("at_ms"))
     end = F.greatest(alive_until, start)
     return (
-        holdings.join(last_commit.withColumnRenamed("_removed_seq", "seq"), [*keys, "seq"], "left")
+        holdings.join(last_commits.withColumnRenamed("_removed_seq", "seq"), [*keys, "seq"], "left")
         .join(F.broadcast(_session_timeouts(history)), ["group_id", "member_id"], "left")
         .join(F.broadcast(protocols), "group_id", "left")
         .select(

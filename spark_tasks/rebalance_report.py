@@ -1007,10 +1007,20 @@ def report_tables(
     forced_handoff = held_by_handoff.join(
         removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
     )
-    holdings = classic_holdings(removals, assignments).unionByName(
-        forced_handoff.select(
-            "group_id", "member_id", "topic", "partition", "granted_ms", "seq", "at_ms", "reason"
-        )
+    holdings = materialize(
+        "holdings",
+        classic_holdings(history, removals, assignments).unionByName(
+            forced_handoff.select(
+                "group_id",
+                "member_id",
+                "topic",
+                "partition",
+                "granted_ms",
+                "seq",
+                "at_ms",
+                "reason",
+            )
+        ),
     )
     duplicates = materialize(
         "duplicate consumption", duplicate_windows(history, holdings, group_protocols)
