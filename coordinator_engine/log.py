@@ -60,10 +60,14 @@ class LogAppendError(Exception):
 
 def _checked(entries: Sequence[tuple[bytes, bytes | None]]) -> list[Entry]:
     """The entries as a list, after checking each is a ``(bytes, bytes | None)`` pair."""
-    if isinstance(entries, bytes | str) or not isinstance(entries, Iterable):
-        raise TypeError(
-            f"entries must be a sequence of (key, value) tuples, got {type(entries).__name__}"
-        )
+    kind = type(entries)
+    # A list or tuple (what the engine passes) skips the ABC check, the dearest part of this.
+    if (
+        kind is not list
+        and kind is not tuple
+        and (isinstance(entries, bytes | str) or not isinstance(entries, Iterable))
+    ):
+        raise TypeError(f"entries must be a sequence of (key, value) tuples, got {kind.__name__}")
     batch = list(entries)
     for index, entry in enumerate(batch):
         if type(entry) is not tuple or len(entry) != 2:

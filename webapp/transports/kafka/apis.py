@@ -24,7 +24,7 @@ import time
 import typing
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -433,10 +433,15 @@ async def _offset_commit(context: Context, request: Request) -> Any:
             ),
         )
     )
-    schema = _response_schema(request)
-    return _make(
-        schema, throttle_time=_NO_THROTTLE, topics=_partition_results(schema, answer.partitions)
-    )
+    return _offset_commit_answer(_response_schema(request), answer.partitions)
+
+
+@lru_cache(maxsize=4096)
+def _offset_commit_answer(schema: type, partitions: tuple[Any, ...]) -> Any:
+    """kio's OffsetCommit answer of ``schema``'s version: built once per set of partitions
+    and codes (most commits of a consumer get the same answer, and kio's entities are
+    immutable), as the codec encodes it once (``REPEATED_ANSWERS``)."""
+    return _make(schema, throttle_time=_NO_THROTTLE, topics=_partition_results(schema, partitions))
 
 
 async def _offset_fetch(context: Context, request: Request) -> Any:
