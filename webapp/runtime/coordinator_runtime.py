@@ -350,7 +350,17 @@ def _load_database_state() -> tuple[list[TopicSpec], dict[str, int]]:
 def _save_topic(spec: TopicSpec) -> None:
     from webapp.models import Topic
 
-    Topic.objects.update_or_create(name=spec.name, defaults=Topic.fields_of(spec))
+    fields = Topic.fields_of(spec)
+    # One INSERT ... ON CONFLICT DO UPDATE, not update_or_create's SELECT then write in one
+    # transaction: in WAL mode a transaction that has read cannot start writing once another
+    # connection committed meanwhile (SQLite fails it at once, "database is locked", without
+    # waiting), and the history writer commits many times a second under a stream of commits.
+    Topic.objects.bulk_create(
+        [Topic(name=spec.name, **fields)],
+        update_conflicts=True,
+        unique_fields=["name"],
+        update_fields=list(fields),
+    )
 
 
 def _delete_topic(name: str) -> None:
