@@ -93,7 +93,8 @@ through one :class:`CoordinatorRuntime`.
   ``/healthz`` and the dashboard.
 
 * **Profiling** (``REBALANCE_LAB_PROFILE_ENGINE=1``): :class:`EngineProfile` adds up the wall
-  time spent inside ``coord.handle`` (the record append included) and ``coord.advance``, so a
+  time spent inside ``coord.handle`` (the record append included, except inside a group
+  commit, whose records are written when its batch ends) and ``coord.advance``, so a
   benchmark can tell the engine's share of a run from the host's (``/healthz`` reports it).
 
 FindCoordinator and Metadata are answered here, not by the engine: this process is node 0 at

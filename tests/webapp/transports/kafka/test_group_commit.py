@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from tests.live_server import LiveServer
+from webapp.transports.kafka import apis
 from webapp.transports.kafka.listener import KafkaListener
 
-from .test_wire import read_response, request_frame
+from .test_wire import api_versions_v0, read_response, request_frame
 
 OFFSET_COMMIT = 8
 
@@ -139,6 +140,27 @@ async def test_a_failed_group_commit_answers_none_of_its_requests_and_the_listen
     assert commit_answer(await read_response(other_reader)) == (2, [0])
     assert runtime.committed_offsets("fine")[("orders", 0)].offset == 2
     other.close()
+
+
+@pytest.mark.asyncio
+async def test_a_handler_that_would_await_inside_a_run_closes_its_connection_only(
+    kafka: KafkaListener, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A handler that awaits (one apis.SUSPENDS should have named) is not let suspend while
+    # the group commit is open: its request fails, its connection closes, the batch of the
+    # commit before it is stored and answered, and nothing else is disturbed.
+    async def awaits(context: Any, request: Any) -> Any:
+        await asyncio.sleep(0)
+
+    monkeypatch.setitem(apis.HANDLERS, apis.API_VERSIONS, awaits)
+    reader, writer = await asyncio.open_connection("127.0.0.1", kafka.port)
+    writer.write(offset_commit("before", 0, 5, 1) + api_versions_v0(correlation_id=2))
+    assert commit_answer(await read_response(reader)) == (1, [0])
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()
+    assert any("awaited inside a group commit" in str(r.exc_info) for r in caplog.records)
+    assert kafka.runtime.engine_faults == 0 and kafka.runtime.ready
+    assert kafka.runtime.committed_offsets("before")[("orders", 0)].offset == 5
 
 
 @pytest.fixture
