@@ -878,7 +878,7 @@ class CoordinatorRuntime:
 
         * While it is open, the engine's events, and the answers to other callers whose
           parked replies completed (a ``submit`` awaited elsewhere, a ``submit_nowait``
-          callback), are held; after the COMMIT they are released, answers first.
+          callback), are held; after the COMMIT they are released, events first.
         * The COMMIT fails (or an append inside it failed): nothing of the batch is stored.
           That is an engine fault (the engine's memory holds what the log does not): the
           engine is dropped and reloaded from the log, the held answers fail with
@@ -919,10 +919,12 @@ class CoordinatorRuntime:
             self._batch = None
             if sentinel is not None:
                 sentinel.cancel()
-        for release, _ in held.released:
-            release()
+        # Events first: an answer's callback may call the engine again (a simulated consumer
+        # sends its next request), and its events must come after the batch's in the sequence.
         for event in held.events:
             self._publish(event)
+        for release, _ in held.released:
+            release()
         if held.yielded:
             raise RuntimeError(
                 "runtime.batch(): the block awaited while the batch was open; it was "

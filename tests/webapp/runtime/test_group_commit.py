@@ -121,18 +121,32 @@ async def test_a_parked_reply_completed_inside_a_batch_is_answered_after_its_com
     newcomer = await join_new_member(ws, GROUP, client_id="c2")
     answers: list[Any] = []
     failures: list[str] = []
-    runtime.submit_nowait(rejoin(newcomer), answers.append, failures.append)
+
+    def answered(response: Any) -> None:
+        answers.append(response)
+        # A simulated consumer acts on its answer at once, calling the engine again.
+        runtime.submit_nowait(commit("after", 0, 1), lambda _: None)
+
+    runtime.submit_nowait(rejoin(newcomer), answered, failures.append)
     other = await join_new_member(ws, GROUP, client_id="c3")
     parked = asyncio.ensure_future(runtime.submit(rejoin(other)))
     await asyncio.sleep(0)
+    events: list[SequencedEvent] = []
+    runtime.add_listener(events.append)
 
     with runtime.batch():
         # The leader's rejoin ends the join phase: the newcomers' replies complete here...
         joined = await runtime.submit(rejoin(leader))
         assert joined.error_code == Errors.NONE and joined.generation_id == 2
         assert answers == []  # ...and are held until the batch has committed
+        assert events == []
     assert [(a.error_code, a.generation_id) for a in answers] == [(Errors.NONE, 2)]
     assert failures == []
+    # The batch's events are published before the answers are released: what an answer's
+    # callback caused comes after them.
+    assert [item.event.group_id for item in events][-1] == "after"
+    assert {item.event.group_id for item in events[:-1]} == {GROUP}
+    assert [item.seq for item in events] == sorted(item.seq for item in events)
     answer = await parked
     assert (answer.error_code, answer.generation_id) == (Errors.NONE, 2)
 
