@@ -30,6 +30,18 @@ class RemovalReason(enum.Enum):
     GROUP_MAX_SIZE = "group_max_size"  # over group.max.size when rejoining
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The names of an event class's fields, in order (read once per class: an event is
+    turned into JSON twice, for the history and for the feeds, on every commit)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GroupEvent:
     """Base of every event: the group and the coordinator time it happened at."""
@@ -40,8 +52,8 @@ class GroupEvent:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type}
-        for f in dataclasses.fields(self):
-            out[f.name] = getattr(self, f.name)
+        for name in _field_names(type(self)):
+            out[name] = getattr(self, name)
         return out
 
 

@@ -16,6 +16,20 @@ through one :class:`CoordinatorRuntime`.
   :class:`~coordinator_engine.SqliteLog` inside the call and completes replies only after the
   append returned; the runtime then passes the reply on. A parked JoinGroup/SyncGroup is an
   ``asyncio.Future`` completed from ``Reply.add_done_callback``.
+* **Group commit.** A transport that has several requests in hand at once (the Kafka
+  listener: the requests a client pipelined, read in one chunk) handles them inside
+  :meth:`CoordinatorRuntime.batch`: their records go into one SQLite transaction
+  (``SqliteLog.batch``), committed when the block ends, and nothing they caused leaves before
+  that COMMIT: the transport sends the answers after the block, the runtime holds the events
+  and the answers to other callers' parked replies until then. The invariant that makes this
+  safe: **no other task runs while the transaction is open**. Everything is on the loop
+  thread, and the block never awaits (the listener handles the run in a plain function that
+  drives each handler without letting it suspend; ``batch`` itself notices a block that
+  awaited and raises). So nobody can read, or answer from, a state the log does not hold
+  yet, and to every other caller the batch looks like one engine call. A COMMIT that fails
+  stores nothing of the batch: an engine fault (below), and the transport closes the
+  connections whose answers it held. Other transports (the websocket, simulated consumers)
+  keep one transaction per request.
 * **The clock** is wall-clock milliseconds read once at start and advanced by
   ``time.monotonic``: it never goes backwards while the process runs, and it continues across
   restarts, which matters because a replay re-arms every member's session from "now".
@@ -79,7 +93,8 @@ through one :class:`CoordinatorRuntime`.
   ``/healthz`` and the dashboard.
 
 * **Profiling** (``REBALANCE_LAB_PROFILE_ENGINE=1``): :class:`EngineProfile` adds up the wall
-  time spent inside ``coord.handle`` (the record append included) and ``coord.advance``, so a
+  time spent inside ``coord.handle`` (the record append included, except inside a group
+  commit, whose records are written when its batch ends) and ``coord.advance``, so a
   benchmark can tell the engine's share of a run from the host's (``/healthz`` reports it).
 
 FindCoordinator and Metadata are answered here, not by the engine: this process is node 0 at
@@ -97,7 +112,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -147,6 +162,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "CoordinatorRuntime",
     "EngineProfile",
+    "GroupCommitFailed",
     "ManualClock",
     "RuntimeNotReady",
     "WallClock",
@@ -165,6 +181,29 @@ NODE_ID = 0
 
 class RuntimeNotReady(RuntimeError):
     """The runtime is not serving (not started yet, stopped, or called from another thread)."""
+
+
+class GroupCommitFailed(RuntimeNotReady):
+    """The COMMIT of a :meth:`CoordinatorRuntime.batch` failed: nothing the batch's engine
+    calls wrote is stored, none of their answers may be sent, and the engine reloads."""
+
+
+class _GroupCommit:
+    """What an open :meth:`CoordinatorRuntime.batch` holds back until its COMMIT: the engine's
+    events, and the answers to other callers' replies that completed inside the batch (each
+    with how to fail it if the COMMIT fails)."""
+
+    __slots__ = ("events", "released", "yielded")
+
+    def __init__(self) -> None:
+        self.events: list[GroupEvent] = []
+        self.released: list[tuple[Callable[[], None], Callable[[str], None] | None]] = []
+        #: Set by a callback scheduled at the batch's start: the loop ran it, so the block
+        #: awaited something (a bug the batch reports when it ends).
+        self.yielded = False
+
+    def mark_yielded(self) -> None:
+        self.yielded = True
 
 
 class WallClock:
@@ -312,7 +351,17 @@ def _load_database_state() -> tuple[list[TopicSpec], dict[str, int]]:
 def _save_topic(spec: TopicSpec) -> None:
     from webapp.models import Topic
 
-    Topic.objects.update_or_create(name=spec.name, defaults=Topic.fields_of(spec))
+    fields = Topic.fields_of(spec)
+    # One INSERT ... ON CONFLICT DO UPDATE, not update_or_create's SELECT then write in one
+    # transaction: in WAL mode a transaction that has read cannot start writing once another
+    # connection committed meanwhile (SQLite fails it at once, "database is locked", without
+    # waiting), and the history writer commits many times a second under a stream of commits.
+    Topic.objects.bulk_create(
+        [Topic(name=spec.name, **fields)],
+        update_conflicts=True,
+        unique_fields=["name"],
+        update_fields=list(fields),
+    )
 
 
 def _delete_topic(name: str) -> None:
@@ -396,6 +445,8 @@ class CoordinatorRuntime:
         #: Seed 004's two outage switches as last set (:meth:`set_handoff_switches`): host
         #: facts, not records, so told again to an engine reloaded after a fault.
         self._handoff_switches = {"partition_store": True, "discovery": True}
+        #: The open group commit (:meth:`batch`), if any.
+        self._batch: _GroupCommit | None = None
 
     @classmethod
     def from_settings(cls) -> CoordinatorRuntime:
@@ -753,13 +804,21 @@ class CoordinatorRuntime:
         assert self._loop is not None
         future: asyncio.Future[Any] = self._loop.create_future()
 
-        def done(response: Any) -> None:
+        def answer(response: Any) -> None:
             if not future.done():
                 future.set_result(response)
 
         def fail(reason: str) -> None:
             if not future.done():
                 future.set_exception(RuntimeNotReady(reason))
+
+        def done(response: Any) -> None:
+            # Completed inside another caller's batch: answered once the batch committed.
+            batch = self._batch
+            if batch is None:
+                answer(response)
+            else:
+                batch.released.append((lambda: answer(response), fail))
 
         reply.add_done_callback(done)
         self._park(reply, fail)
@@ -784,15 +843,103 @@ class CoordinatorRuntime:
             reply.add_done_callback(self._remember_connection(request.group_id, via))
         if connection is not None and _heartbeats(request):
             reply.add_done_callback(self._register_handoff(request, connection))
-        reply.add_done_callback(self._guarded(callback))
-        if on_failure is not None and not reply.done:
-            self._park(reply, self._guarded(on_failure))
+        failed = None if on_failure is None else self._guarded(on_failure)
+        answer = self._guarded(callback)
+
+        def done(response: Any) -> None:
+            batch = self._batch
+            if batch is None:
+                answer(response)
+            else:
+                batch.released.append((lambda: answer(response), failed))
+
+        reply.add_done_callback(done)
+        if failed is not None and not reply.done:
+            self._park(reply, failed)
 
     def submit_threadsafe(self, request: Any) -> concurrent.futures.Future[Any]:
         """:meth:`submit` from any thread; a ``concurrent.futures.Future`` of the response."""
         if self._loop is None:
             raise RuntimeNotReady("the coordinator runtime has not started")
         return asyncio.run_coroutine_threadsafe(self.submit(request), self._loop)
+
+    # ---------------------------------------------------------------- group commit
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """A group commit (the module docstring, "Group commit"): the records of every engine
+        call made inside the block are appended in one transaction of the log, committed when
+        the block ends; what they answer is released only after that COMMIT.
+
+        The block must be synchronous: it must not await (no other task may run while the
+        transaction is open, or it could answer from state not yet durable). Enter it, make
+        the calls (``submit`` of a request answered at once returns without suspending),
+        leave it, and only then send the answers ``submit`` returned inside.
+
+        * While it is open, the engine's events, and the answers to other callers whose
+          parked replies completed (a ``submit`` awaited elsewhere, a ``submit_nowait``
+          callback), are held; after the COMMIT they are released, events first.
+        * The COMMIT fails (or an append inside it failed): nothing of the batch is stored.
+          That is an engine fault (the engine's memory holds what the log does not): the
+          engine is dropped and reloaded from the log, the held answers fail with
+          RuntimeNotReady, the held events are dropped, and GroupCommitFailed (a
+          RuntimeNotReady) is raised here, so the owner sends none of its answers either.
+        * The block raises: the transaction is rolled back, and that too is an engine fault.
+        * It does not nest (RuntimeError), and it refuses a block that awaited: it commits
+          (whatever others were told meanwhile stays true), releases, then raises
+          RuntimeError.
+
+        On a runtime that is not serving it holds nothing and commits nothing (the engine
+        calls inside raise RuntimeNotReady).
+        """
+        if self._batch is not None:
+            raise RuntimeError("runtime.batch(): a batch is already open (batches do not nest)")
+        held = self._batch = _GroupCommit()
+        log = self._log if self._ready else None
+        sentinel = self._loop.call_soon(held.mark_yielded) if self._loop is not None else None
+        try:
+            if log is None:
+                yield
+            else:
+                try:
+                    with log.batch():
+                        yield
+                except LogAppendError as exc:
+                    self._batch = None
+                    self._group_commit_failed(held, "group commit", exc)
+                    raise GroupCommitFailed(
+                        f"{self._unavailable_reason()} (the group commit failed: {exc})"
+                    ) from exc
+        except BaseException as exc:
+            if self._batch is held and isinstance(exc, Exception):
+                self._batch = None
+                self._group_commit_failed(held, "a batch that raised", exc)
+            raise
+        finally:
+            self._batch = None
+            if sentinel is not None:
+                sentinel.cancel()
+        # Events first: an answer's callback may call the engine again (a simulated consumer
+        # sends its next request), and its events must come after the batch's in the sequence.
+        for event in held.events:
+            self._publish(event)
+        for release, _ in held.released:
+            release()
+        if held.yielded:
+            raise RuntimeError(
+                "runtime.batch(): the block awaited while the batch was open; it was "
+                "committed, but others may have been answered from records not yet durable"
+            )
+
+    def _group_commit_failed(self, held: _GroupCommit, during: str, exc: Exception) -> None:
+        """Nothing of ``held``'s batch is stored: an engine fault, and none of its answers."""
+        self._engine_failed(during, exc)
+        reason = self._unavailable_reason()
+        for _, fail in held.released:
+            if fail is not None:
+                fail(reason)
+        held.released.clear()
+        held.events.clear()
 
     def _remember_connection(self, group_id: str, via: str) -> Callable[[Any], None]:
         def remember(response: Any) -> None:
@@ -999,6 +1146,13 @@ class CoordinatorRuntime:
         self._listeners.remove(fn)
 
     def _on_event(self, event: GroupEvent) -> None:
+        batch = self._batch
+        if batch is not None:
+            batch.events.append(event)  # published after the batch's COMMIT
+            return
+        self._publish(event)
+
+    def _publish(self, event: GroupEvent) -> None:
         if type(event) is MemberRemoved:
             self._connections.pop((event.group_id, event.member_id), None)
             self._handoff_connections.pop((event.group_id, event.member_id), None)

@@ -24,7 +24,7 @@ import time
 import typing
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -54,7 +54,7 @@ from .codec import Request, response_schema
 from .records import MAX_RECORDS_PER_BATCH, RECORD_BYTES_ESTIMATE, produced_at_ms, simulated_batch
 from .store import BadBatch, RecordStore, split_batches
 
-__all__ = ["API_VERSIONS", "CLUSTER_ID", "SUPPORTED", "Context", "handle"]
+__all__ = ["API_VERSIONS", "CLUSTER_ID", "SUPPORTED", "SUSPENDS", "Context", "handle"]
 
 API_VERSIONS = 18
 METADATA = 3
@@ -102,6 +102,13 @@ SUPPORTED: dict[int, tuple[int, int]] = {
 #: APIs whose answer may wait (a JoinGroup parked until the rebalance completes, a SyncGroup
 #: until the leader's, a long-poll Fetch): answers ready before one are sent first.
 MAY_WAIT = frozenset({JOIN_GROUP, SYNC_GROUP, FETCH})
+
+#: APIs whose handler may suspend (await something not ready yet): those that may wait, and
+#: Produce, which stores its batches through Django's database (``sync_to_async``). Every
+#: other handler answers without suspending, so the listener handles runs of them inside a
+#: group commit (``listener.KafkaListener._answer_run``); a handler that changes this must
+#: be listed here.
+SUSPENDS = MAY_WAIT | {PRODUCE}
 
 #: APIs whose answers come back the same again and again (a Heartbeat's, an OffsetCommit's of
 #: the same partitions), so the codec remembers their encoding.
@@ -426,10 +433,15 @@ async def _offset_commit(context: Context, request: Request) -> Any:
             ),
         )
     )
-    schema = _response_schema(request)
-    return _make(
-        schema, throttle_time=_NO_THROTTLE, topics=_partition_results(schema, answer.partitions)
-    )
+    return _offset_commit_answer(_response_schema(request), answer.partitions)
+
+
+@lru_cache(maxsize=4096)
+def _offset_commit_answer(schema: type, partitions: tuple[Any, ...]) -> Any:
+    """kio's OffsetCommit answer of ``schema``'s version: built once per set of partitions
+    and codes (most commits of a consumer get the same answer, and kio's entities are
+    immutable), as the codec encodes it once (``REPEATED_ANSWERS``)."""
+    return _make(schema, throttle_time=_NO_THROTTLE, topics=_partition_results(schema, partitions))
 
 
 async def _offset_fetch(context: Context, request: Request) -> Any:

@@ -10,6 +10,14 @@ own connection; every other connection is served by its own task. Clients know t
 separate connection to the coordinator for the group's requests. The requests a client
 pipelined arrive together; their answers leave together, in one write (``_answer``).
 
+Group commit (docs/kafka.md, "Group commit"): the requests of one read that are answered at
+once are handled inside ``runtime.batch()``, so their records (an OffsetCommit's) are stored in
+one transaction, and their answers are written only after it committed. The run is handled by
+a plain function (``_answer_run``) that drives each handler without an event loop: nothing
+else runs on the loop while the transaction is open, so nobody is answered from records that
+are not durable yet. If the transaction fails, none of the run is answered: the connection is
+closed, as when the runtime is reloading.
+
 What cannot be served closes the connection with one log line naming the client and the
 problem, never the listener: a size prefix under 8 bytes or over ``MAX_FRAME_BYTES`` (checked
 before anything is read), a frame that ends early, bytes that do not decode, an unknown API key
@@ -26,8 +34,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -39,6 +48,8 @@ from .store import DEFAULT_RETENTION_MS, RecordStore
 __all__ = ["KafkaListener"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: How much one read takes from a connection; the frames in it are answered together.
 _READ_CHUNK = 256 * 1024
@@ -138,11 +149,17 @@ class KafkaListener:
     ) -> None:
         """Answer the connection's requests in order until it ends or must be closed.
 
-        What arrives is read in chunks and cut into frames here. The answers to the requests
-        of one chunk go out in one write (a client that pipelines, as librdkafka does, costs
-        one send per chunk rather than one per request), except that what is ready is written
-        before a request that may wait (a parked JoinGroup must not hold up the Heartbeat
-        answered before it), and before the connection is closed."""
+        What arrives is read in chunks and cut into frames here. The requests of a chunk are
+        answered in runs: each run of requests answered at once is handled in one group commit
+        (``runtime.batch()``, by :meth:`_answer_run`, which cannot await), so its records are
+        one transaction, and its answers are kept until that transaction has committed. A
+        request that may wait (a parked JoinGroup, a long-poll Fetch, a Produce storing its
+        batches) ends a run and is awaited outside any batch. The answers go out in one write
+        per chunk (a client that pipelines, as librdkafka does, costs one send per chunk
+        rather than one per request), except that what is ready is written before a request
+        that may wait (a parked JoinGroup must not hold up the Heartbeat answered before it),
+        and before the connection is closed. A group commit that fails answers none of its
+        run: the connection is closed (what earlier runs answered still goes out)."""
         buffer = bytearray()
         replies: list[bytes] = []
 
@@ -164,26 +181,28 @@ class KafkaListener:
                     return
                 buffer += chunk
                 start = 0
-                while len(buffer) - start >= 4:
+                while True:
+                    answered: list[bytes] = []
                     try:
-                        size = codec.frame_size(bytes(buffer[start : start + 4]))
-                        if len(buffer) - start - 4 < size:
-                            break
-                        frame = bytes(buffer[start + 4 : start + 4 + size])
-                        start += 4 + size
-                        request = codec.decode_request(frame, apis.SUPPORTED)
-                    except codec.BadFrame as bad:
-                        if (
-                            isinstance(bad, codec.UnsupportedRequest)
-                            and bad.api_key == apis.API_VERSIONS
-                        ):
-                            replies.append(_unsupported_api_versions(bad.correlation_id))
-                            continue
-                        logger.warning("Kafka client %s: %s; closing the connection", client, bad)
+                        with self.runtime.batch():
+                            start, answered, then = self._answer_run(buffer, start, context, client)
+                    except RuntimeNotReady as exc:
+                        logger.warning(
+                            "Kafka client %s: %s; %d answers withheld, closing the connection",
+                            client,
+                            exc,
+                            len(answered),
+                        )
                         return
-                    if request.api_key in apis.MAY_WAIT:
+                    replies += answered
+                    if then is None:
+                        break  # every complete frame of the buffer is answered
+                    if then is _CLOSE:
+                        return
+                    assert isinstance(then, codec.Request)
+                    if then.api_key in apis.MAY_WAIT:
                         flush()
-                    reply = await self._reply(request, context, client)
+                    reply = await self._reply(then, context, client)
                     if reply is None:
                         return
                     if reply:  # b"": a request Kafka does not answer (Produce, acks=0)
@@ -195,25 +214,89 @@ class KafkaListener:
         finally:
             flush()  # what was answered before the connection ends still goes out
 
+    def _answer_run(
+        self, buffer: bytearray, start: int, context: apis.Context, client: str
+    ) -> tuple[int, list[bytes], codec.Request | object | None]:
+        """Decode and answer the complete frames of ``buffer`` from ``start`` on, up to the
+        first request that may suspend (``apis.SUSPENDS``), which is decoded but not answered.
+
+        Returns where the next frame starts, the answers, and what comes next: None (no
+        complete frame left), the request that may suspend, or ``_CLOSE`` (a frame that cannot
+        be served, or a request that failed: the connection is closed after the answers).
+        A plain function, called inside ``runtime.batch()``: nothing in it can await, so no
+        other task runs before the batch has committed."""
+        answered: list[bytes] = []
+        while len(buffer) - start >= 4:
+            try:
+                size = codec.frame_size(bytes(buffer[start : start + 4]))
+                if len(buffer) - start - 4 < size:
+                    break
+                frame = bytes(buffer[start + 4 : start + 4 + size])
+                start += 4 + size
+                request = codec.decode_request(frame, apis.SUPPORTED)
+            except codec.BadFrame as bad:
+                if isinstance(bad, codec.UnsupportedRequest) and bad.api_key == apis.API_VERSIONS:
+                    answered.append(_unsupported_api_versions(bad.correlation_id))
+                    continue
+                logger.warning("Kafka client %s: %s; closing the connection", client, bad)
+                return start, answered, _CLOSE
+            if request.api_key in apis.SUSPENDS:
+                return start, answered, request
+            try:
+                body = _result_now(apis.handle(context, request))
+            except Exception as exc:
+                self._failed(exc, request, client)
+                return start, answered, _CLOSE
+            reply = self._encoded(request, body)
+            if reply:
+                answered.append(reply)
+        return start, answered, None
+
     async def _reply(
         self, request: codec.Request, context: apis.Context, client: str
     ) -> bytes | None:
         """The encoded answer to ``request``; b"" for none; None to close the connection."""
         try:
             body = await apis.handle(context, request)
-        except RuntimeNotReady as exc:
-            logger.info("Kafka client %s: %s; closing the connection", client, exc)
+        except Exception as exc:
+            self._failed(exc, request, client)
             return None
-        except Exception:
-            logger.exception(
-                "Kafka client %s: API %d v%d failed; closing the connection",
-                client,
-                request.api_key,
-                request.api_version,
-            )
-            return None
+        return self._encoded(request, body)
+
+    @staticmethod
+    def _encoded(request: codec.Request, body: Any) -> bytes:
         if body is apis.NO_RESPONSE:
             return b""
         return codec.encode_response(
             request, body, repeated=request.api_key in apis.REPEATED_ANSWERS
         )
+
+    @staticmethod
+    def _failed(exc: Exception, request: codec.Request, client: str) -> None:
+        """Say why a request closes its connection."""
+        if isinstance(exc, RuntimeNotReady):
+            logger.info("Kafka client %s: %s; closing the connection", client, exc)
+            return
+        logger.error(
+            "Kafka client %s: API %d v%d failed; closing the connection",
+            client,
+            request.api_key,
+            request.api_version,
+            exc_info=exc,
+        )
+
+
+#: What :meth:`KafkaListener._answer_run` returns to close the connection.
+_CLOSE = object()
+
+
+def _result_now(handler: Coroutine[Any, Any, T]) -> T:
+    """Run a request handler to its end without letting it suspend (it is inside a group
+    commit); RuntimeError if it tries to await something that is not ready."""
+    try:
+        handler.send(None)
+    except StopIteration as finished:
+        result: T = finished.value
+        return result
+    handler.close()
+    raise RuntimeError("a request handler awaited inside a group commit (apis.SUSPENDS misses it)")
