@@ -542,6 +542,7 @@ class _Process:
     hb_last: int
     heartbeat_ms: int
     commit_due: int
+    member_id: str
 
     @property
     def in_group(self) -> bool:
@@ -574,6 +575,35 @@ class _Process:
             tick = last + ((self.run.now - last) // self.heartbeat_ms + 1) * self.heartbeat_ms
             if tick < due:
                 self.schedule_heartbeat(tick)
+
+    def commit_positions(
+        self,
+        partitions: Sequence[TopicPartitionPair],
+        generation_id: int,
+        instance_id: str | None,
+    ) -> None:
+        """Commit what it consumed of ``partitions``, in that order, with its member id; a
+        commit stored without error counts in the summary."""
+        run = self.run
+        position = _position(run.now)
+        response = run.handle(
+            OffsetCommitRequest(
+                group_id=self.group.spec.group_id,
+                generation_id=generation_id,
+                member_id=self.member_id,
+                group_instance_id=instance_id,
+                offsets=tuple(
+                    [
+                        PartitionOffset(
+                            topic=topic, partition=partition, offset=position + partition
+                        )
+                        for topic, partition in partitions
+                    ]
+                ),
+            )
+        )
+        if all(result.error_code == NONE for result in response.partitions):
+            self.group.summary.commits += 1
 
     def die(self) -> None:
         self.alive = False
@@ -878,31 +908,8 @@ class _Member(_Process):
 
     def commit(self, partitions: Sequence[TopicPartitionPair]) -> None:
         """Commit the consumed position of ``partitions`` (with generation and member id)."""
-        if not partitions or not self.member_id:
-            return
-        run = self.run
-        position = _position(run.now)
-        response = run.handle(
-            OffsetCommitRequest(
-                group_id=self.group.spec.group_id,
-                generation_id=self.generation,
-                member_id=self.member_id,
-                group_instance_id=self.instance_id,
-                offsets=tuple(
-                    [
-                        PartitionOffset(
-                            topic=topic, partition=partition, offset=position + partition
-                        )
-                        for topic, partition in partitions
-                    ]
-                ),
-            )
-        )
-        for result in response.partitions:
-            if result.error_code != NONE:
-                break
-        else:
-            self.group.summary.commits += 1
+        if partitions and self.member_id:
+            self.commit_positions(partitions, self.generation, self.instance_id)
 
     def commit_tick(self, due: int) -> None:
         """Auto-commit, every ``commit_interval_ms`` of its coordinator's pace."""
@@ -1122,23 +1129,8 @@ class _HandoffMember(_Process):
     # -- commits -------------------------------------------------------------------------------
 
     def commit(self, partitions: set[TopicPartitionPair]) -> None:
-        if not partitions or self.epoch <= 0:
-            return
-        run = self.run
-        position = _position(run.now)
-        response = run.handle(
-            OffsetCommitRequest(
-                group_id=self.group.spec.group_id,
-                generation_id=self.epoch,
-                member_id=self.member_id,
-                offsets=tuple(
-                    PartitionOffset(topic=topic, partition=partition, offset=position + partition)
-                    for topic, partition in sorted(partitions)
-                ),
-            )
-        )
-        if all(result.error_code == NONE for result in response.partitions):
-            self.group.summary.commits += 1
+        if partitions and self.epoch > 0:
+            self.commit_positions(sorted(partitions), self.epoch, None)
 
     def commit_tick(self, due: int) -> None:
         run = self.run

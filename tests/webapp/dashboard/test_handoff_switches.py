@@ -13,30 +13,13 @@ from django.test import AsyncClient
 
 from tests.webapp.dashboard.test_actions import act, audit, signed_in
 from tests.webapp.dashboard.test_feeds import next_message, open_feed
+from tests.webapp.dashboard.test_handoff_groups import beat, pairs
 from tests.webapp.helpers import Client, inject_engine_fault
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 
 pytestmark = pytest.mark.asyncio
 
 UP = {"partition_store": True, "discovery": True}
-
-
-async def beat(ws: Client, member: str, epoch: int, **confirmed: Any) -> dict[str, Any]:
-    return await ws.call(
-        "HandoffHeartbeat",
-        {
-            "group_id": "handoff",
-            "member_id": member,
-            "member_epoch": epoch,
-            "session_timeout_ms": 10000,
-            "topics": ["events"],
-            **confirmed,
-        },
-    )
-
-
-def pairs(partitions: list[dict[str, Any]]) -> list[list[Any]]:
-    return sorted([p["topic"], p["partition"]] for p in partitions)
 
 
 async def stable_a(runtime: CoordinatorRuntime, ws: Client) -> int:
