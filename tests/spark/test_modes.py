@@ -28,14 +28,9 @@ SESSION = 10_000
 TOPIC = "t"
 
 
-def unchanged(step: str, frame: DataFrame) -> DataFrame:
-    return frame
-
-
 def tables(spark: SparkSession, history: History) -> dict[str, DataFrame]:
-    return report_tables(
-        history.frame(spark), storm_count=3, storm_window_ms=60_000, materialize=unchanged
-    )
+    """The report's tables, their shared frames computed once (as ``run`` does)."""
+    return report_tables(history.frame(spark), storm_count=3, storm_window_ms=60_000)
 
 
 class Handoff:
