@@ -28,11 +28,13 @@ to its next incarnation with the committed offsets, the old process being gone.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from coordinator_engine.client import POLL_TIMEOUT_REASON
 from coordinator_engine.events import RemovalReason
+
+from .events import last_where, so_far
 
 __all__ = ["FORCED_REMOVALS", "classic_holdings", "duplicate_windows", "forced_removals"]
 
@@ -64,11 +66,6 @@ def classic_holdings(history: DataFrame, removals: DataFrame, assignments: DataF
     Columns as ``handoff_holdings``: group_id, member_id, topic, partition, granted_ms (when
     that assignment was stored), and the removal's seq, at_ms and reason."""
     stored = history.where(F.col("type") == "AssignmentStored").select("group_id", "seq")
-    so_far = (
-        Window.partitionBy("group_id")
-        .orderBy("seq")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
     bounds = (
         removals.select(
             "group_id",
@@ -81,7 +78,7 @@ def classic_holdings(history: DataFrame, removals: DataFrame, assignments: DataF
         )
         .withColumn(
             "_stored_seq",
-            F.last(F.when(F.col("_removal").isNull(), F.col("seq")), True).over(so_far),
+            last_where(F.col("_removal").isNull(), F.col("seq"), so_far()),
         )
         .where(F.col("_removal").isNotNull() & F.col("_stored_seq").isNotNull())
         .select(

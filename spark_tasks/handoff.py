@@ -44,7 +44,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from coordinator_engine.events import RemovalReason
+from .events import REMOVAL_CAUSES, before, in_group, is_type, last_where, so_far
 
 __all__ = [
     "HANDOFF_PROTOCOL",
@@ -69,27 +69,17 @@ _HANDOFF_TYPES = (
 )
 _TYPES = (*_HANDOFF_TYPES, "StateChanged", "MemberRemoved")
 
-_REMOVAL_CAUSES = {
-    RemovalReason.LEFT.value: "member_left",
-    RemovalReason.SESSION_TIMEOUT.value: "session_timeout",
-    RemovalReason.REMOVED_BY_ADMIN.value: "admin_action",
-}
-
-
-def _is(kind: str) -> Column:
-    return F.col("type") == kind
-
 
 def _is_start() -> Column:
     return (
-        _is("StateChanged")
+        is_type("StateChanged")
         & F.col("from_state").isin(STABLE, INITIAL)
         & F.col("to_state").isin(CLOSING, STARTING)
     )
 
 
 def _is_end() -> Column:
-    return _is("StateChanged") & F.col("to_state").isin(STABLE, DEAD)
+    return is_type("StateChanged") & F.col("to_state").isin(STABLE, DEAD)
 
 
 def handoff_events(history: DataFrame) -> DataFrame:
@@ -113,17 +103,14 @@ def handoff_events(history: DataFrame) -> DataFrame:
         "assignment",
         "partitions",
     )
-    in_group = Window.partitionBy("group_id").orderBy("seq")
-    so_far = in_group.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    before = in_group.rowsBetween(Window.unboundedPreceding, -1)
     in_call = (
         Window.partitionBy("group_id", "at_ms")
         .orderBy("seq")
         .rowsBetween(Window.currentRow, Window.unboundedFollowing)
     )
     start = F.when(_is_start(), F.col("seq"))
-    last_start = F.last(start, ignorenulls=True).over(so_far)
-    last_end = F.last(F.when(_is_end(), F.col("seq")), ignorenulls=True).over(before)
+    last_start = F.last(start, ignorenulls=True).over(so_far())
+    last_end = last_where(_is_end(), F.col("seq"), before())
     open_start = F.when(last_start > F.coalesce(last_end, F.lit(-1)), last_start)
     return events.withColumn(
         "rebalance_id", F.coalesce(F.first(start, ignorenulls=True).over(in_call), open_start)
@@ -133,7 +120,7 @@ def handoff_events(history: DataFrame) -> DataFrame:
 def _plans(events: DataFrame) -> DataFrame:
     """Every plan's (group_id, seq, member_id, topic, partition) rows."""
     return (
-        events.where(_is("HandoffPlanMade"))
+        events.where(is_type("HandoffPlanMade"))
         .select("group_id", "seq", F.explode("assignment").alias("_owned"))
         .select(
             "group_id",
@@ -154,7 +141,7 @@ def _plan_before(rebalances: DataFrame, events: DataFrame) -> DataFrame:
         .agg(F.min("seq").alias("seq"))
         .join(rebalances.select("group_id", "rebalance_id"), ["group_id", "rebalance_id"])
     )
-    plans = events.where(_is("HandoffPlanMade")).select(
+    plans = events.where(is_type("HandoffPlanMade")).select(
         "group_id", "seq", F.lit(None).cast("long").alias("rebalance_id")
     )
     before = Window.partitionBy("group_id").orderBy("seq", F.col("rebalance_id").asc_nulls_last())
@@ -176,19 +163,18 @@ def handoff_rebalances(events: DataFrame) -> DataFrame:
     columns up to ``members_after`` and, to find its partitions, ``before_seq`` /
     ``after_seq`` (the plans that bound it)."""
     inside = events.where(F.col("rebalance_id").isNotNull())
-    state_rows = Window.partitionBy("group_id").orderBy("seq")
-    states = events.where(_is("StateChanged")).select(
+    states = events.where(is_type("StateChanged")).select(
         "group_id",
         "seq",
         "to_state",
-        (F.lead("at_ms").over(state_rows) - F.col("at_ms")).alias("_lasted_ms"),
+        (F.lead("at_ms").over(in_group()) - F.col("at_ms")).alias("_lasted_ms"),
     )
-    membership = _is("HandoffMemberJoined") | _is("MemberRemoved")
+    membership = is_type("HandoffMemberJoined") | is_type("MemberRemoved")
     cause = (
-        F.when(_is("HandoffMemberJoined"), F.lit("member_joined"))
+        F.when(is_type("HandoffMemberJoined"), F.lit("member_joined"))
         .otherwise(
             F.coalesce(
-                F.create_map(*[F.lit(x) for pair in _REMOVAL_CAUSES.items() for x in pair])[
+                F.create_map(*[F.lit(x) for pair in REMOVAL_CAUSES.items() for x in pair])[
                     F.col("reason")
                 ],
                 F.lit("other"),
@@ -208,9 +194,9 @@ def handoff_rebalances(events: DataFrame) -> DataFrame:
         F.sum(
             ((F.col("from_state") == STARTING) & (F.col("to_state") == CLOSING)).cast("int")
         ).alias("restarts"),
-        F.sum(_is("HandoffPlanMade").cast("int")).alias("generations"),
-        F.max(F.when(_is("HandoffPlanMade"), F.col("generation_id"))).alias("generation_id"),
-        F.max(F.when(_is("HandoffPlanMade"), F.col("seq"))).alias("_last_plan"),
+        F.sum(is_type("HandoffPlanMade").cast("int")).alias("generations"),
+        F.max(F.when(is_type("HandoffPlanMade"), F.col("generation_id"))).alias("generation_id"),
+        F.max(F.when(is_type("HandoffPlanMade"), F.col("seq"))).alias("_last_plan"),
     )
     completed = F.coalesce(F.col("end.to_state") == STABLE, F.lit(False))
     started_by = F.col("_member.at_ms") == F.col("start.at_ms")
@@ -312,7 +298,7 @@ def _member_partitions(events: DataFrame, kind: str) -> DataFrame:
     """One row per partition of each ``kind`` event: group_id, seq, at_ms, member_id,
     rebalance_id, topic, partition."""
     return (
-        events.where(_is(kind))
+        events.where(is_type(kind))
         .select(
             "group_id",
             "seq",
@@ -342,7 +328,7 @@ def handoff_holdings(events: DataFrame) -> DataFrame:
     last = moves.groupBy("group_id", "member_id", "topic", "partition").agg(
         F.max(F.struct("seq", "_granted", "at_ms")).alias("_last")
     )
-    removals = events.where(_is("MemberRemoved")).select(
+    removals = events.where(is_type("MemberRemoved")).select(
         "group_id", "member_id", "seq", "at_ms", "rebalance_id", "reason"
     )
     return (

@@ -93,13 +93,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Row, SparkSession, Window, WindowSpec
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
-from coordinator_engine.events import RemovalReason
 from coordinator_engine.state import GroupState
 
 from .duplicates import classic_holdings, duplicate_windows, forced_removals
+from .events import REMOVAL_CAUSES, before, in_group, is_type, last_where, so_far
 from .handoff import (
     handoff_events,
     handoff_holdings,
@@ -169,16 +169,6 @@ CAUSES = (
 #: GroupCoordinator.trigger_rebalance's default reason.
 ADMIN_REASON = "an admin requested a rebalance"
 
-REMOVAL_CAUSES = {
-    RemovalReason.LEFT.value: "member_left",
-    RemovalReason.SESSION_TIMEOUT.value: "session_timeout",
-    RemovalReason.JOIN_TIMEOUT.value: "poll_timeout",
-    RemovalReason.REBALANCE_TIMEOUT.value: "poll_timeout",
-    RemovalReason.SYNC_TIMEOUT.value: "poll_timeout",
-    RemovalReason.REMOVED_BY_ADMIN.value: "admin_action",
-    RemovalReason.FENCED.value: "static_member_replaced",
-}
-
 #: The engine's rebalance reasons (coordinator_engine.classic, the callers of
 #: _prepare_rebalance), first match wins; group 1 is the member.
 REASON_PATTERNS = (
@@ -223,28 +213,6 @@ _BLOCK_ENDS = ("StateChanged", "GenerationStarted", "AssignmentStored")
 # -- windows over one group's events ---------------------------------------------------------
 
 
-def _in_group() -> WindowSpec:
-    """Every per-event window shares this partitioning and order, so the whole event pass is
-    one shuffle and one sort."""
-    return Window.partitionBy("group_id").orderBy("seq")
-
-
-def _so_far() -> WindowSpec:
-    return _in_group().rowsBetween(Window.unboundedPreceding, Window.currentRow)
-
-
-def _before() -> WindowSpec:
-    return _in_group().rowsBetween(Window.unboundedPreceding, -1)
-
-
-def _last(condition: Column, value: Column, window: WindowSpec) -> Column:
-    return F.last(F.when(condition, value), ignorenulls=True).over(window)
-
-
-def _is(kind: str) -> Column:
-    return F.col("type") == kind
-
-
 # -- events ----------------------------------------------------------------------------------
 
 
@@ -283,10 +251,10 @@ def with_event_context(events: DataFrame) -> DataFrame:
     ``in_rebalance``: the event belongs to a rebalance (its start through its end, with the
     events emitted right after the end move: the group's state is still the one the end move
     entered). Columns starting with ``_`` are for ``with_causes``."""
-    changed = _is("StateChanged")
+    changed = is_type("StateChanged")
     start = changed & (F.col("to_state") == PREPARING) & F.col("from_state").isin(STABLE, EMPTY)
     membership = F.col("type").isin(*_MEMBERSHIP_TYPES)
-    previous = F.lag(F.struct("at_ms", "type")).over(_in_group())
+    previous = F.lag(F.struct("at_ms", "type")).over(in_group())
     # One engine call's events share their at_ms; a block ends after _BLOCK_ENDS.
     new_block = (
         previous.isNull()
@@ -294,7 +262,7 @@ def with_event_context(events: DataFrame) -> DataFrame:
         | previous["type"].isin(*_BLOCK_ENDS)
     )
     generation = F.struct("seq", "generation_id", "protocol_name", "members")
-    last_change = _last(changed, F.struct("seq", "to_state", "from_state"), _so_far())
+    last_change = last_where(changed, F.struct("seq", "to_state", "from_state"), so_far())
     rebalancing = (PREPARING, COMPLETING)
     in_rebalance = F.col("rebalance_id").isNotNull() & (
         F.col("state").isin(*rebalancing)
@@ -304,14 +272,20 @@ def with_event_context(events: DataFrame) -> DataFrame:
         events.withColumns(
             {
                 "is_start": F.coalesce(start, F.lit(False)),
-                "rebalance_id": _last(start, F.col("seq"), _so_far()),
+                "rebalance_id": last_where(start, F.col("seq"), so_far()),
                 "_last_change": last_change,
-                "prev_change": _last(changed, F.struct("seq", "at_ms", "to_state"), _before()),
-                "previous_generation": _last(_is("GenerationStarted"), generation, _before()),
-                "previous_assignment_seq": _last(_is("AssignmentStored"), F.col("seq"), _before()),
+                "prev_change": last_where(changed, F.struct("seq", "at_ms", "to_state"), before()),
+                "previous_generation": last_where(
+                    is_type("GenerationStarted"), generation, before()
+                ),
+                "previous_assignment_seq": last_where(
+                    is_type("AssignmentStored"), F.col("seq"), before()
+                ),
                 "_new_block": new_block,
-                "_membership_before": _last(membership, F.col("seq"), _before()),
-                "_replaced_before": _last(_is("StaticMemberReplaced"), F.col("seq"), _before()),
+                "_membership_before": last_where(membership, F.col("seq"), before()),
+                "_replaced_before": last_where(
+                    is_type("StaticMemberReplaced"), F.col("seq"), before()
+                ),
             }
         )
         .withColumns(
@@ -319,7 +293,7 @@ def with_event_context(events: DataFrame) -> DataFrame:
                 "state_seq": F.col("_last_change.seq"),
                 "state": F.col("_last_change.to_state"),
                 "state_from": F.col("_last_change.from_state"),
-                "_block_start": _last(F.col("_new_block"), F.col("seq"), _so_far()),
+                "_block_start": last_where(F.col("_new_block"), F.col("seq"), so_far()),
             }
         )
         .withColumn("in_rebalance", F.coalesce(in_rebalance, F.lit(False)))
@@ -378,8 +352,8 @@ def with_causes(events: DataFrame) -> DataFrame:
         .otherwise(F.nullif(text_member, F.lit("")))
     )
     # The block's first membership event before this one, if any.
-    opener = _last(
-        F.col("_opens_block"), F.struct("seq", "type", "member_id", "reason", "rejoined"), _before()
+    opener = last_where(
+        F.col("_opens_block"), F.struct("seq", "type", "member_id", "reason", "rejoined"), before()
     )
     in_block = F.col("_block_start")
     return (
@@ -407,14 +381,14 @@ def prepared_events(history: DataFrame) -> DataFrame:
 def _time_in(state: str) -> Column:
     """Time spent in ``state`` during the rebalance: each state change ends the stay in the state
     the previous change entered."""
-    left = _is("StateChanged") & (F.col("prev_change.to_state") == state)
+    left = is_type("StateChanged") & (F.col("prev_change.to_state") == state)
     return F.sum(F.when(left, F.col("at_ms") - F.col("prev_change.at_ms")))
 
 
 def with_next_emptied(rebalances: DataFrame, events: DataFrame) -> DataFrame:
     """``next_emptied`` (seq, at_ms): the group's first move to Empty or Dead after each
     rebalance's start, null if none. Computed over the starts and those moves only."""
-    emptied = events.where(_is("StateChanged") & F.col("to_state").isin(EMPTY, DEAD)).select(
+    emptied = events.where(is_type("StateChanged") & F.col("to_state").isin(EMPTY, DEAD)).select(
         "group_id", "seq", "at_ms", F.lit(None).cast("long").alias("rebalance_id")
     )
     starts = rebalances.select(
@@ -434,7 +408,7 @@ def with_next_emptied(rebalances: DataFrame, events: DataFrame) -> DataFrame:
         starts.unionByName(emptied)
         .withColumn(
             "next_emptied",
-            _last(F.col("rebalance_id").isNull(), F.struct("seq", "at_ms"), later),
+            last_where(F.col("rebalance_id").isNull(), F.struct("seq", "at_ms"), later),
         )
         .where(F.col("rebalance_id").isNotNull())
         .select("group_id", "rebalance_id", "next_emptied")
@@ -447,7 +421,7 @@ def rebalances_of(events: DataFrame) -> DataFrame:
     report's columns it says which assignments bound it: ``before_known`` / ``before_seq`` (the
     ``AssignmentStored`` in force at the start; known and empty when it started from Empty) and
     ``after_known`` / ``after_seq`` (its own; known and empty when it ended Empty or Dead)."""
-    changed = _is("StateChanged")
+    changed = is_type("StateChanged")
     restarted = changed & (F.col("from_state") == COMPLETING) & (F.col("to_state") == PREPARING)
     terminal = changed & F.col("to_state").isin(STABLE, EMPTY, DEAD)
     generation = F.struct("seq", "generation_id", "protocol_name", "members")
@@ -469,9 +443,9 @@ def rebalances_of(events: DataFrame) -> DataFrame:
             _time_in(PREPARING).alias("join_ms"),
             _time_in(COMPLETING).alias("sync_ms"),
             F.sum(restarted.cast("int")).alias("restarts"),
-            F.sum(_is("GenerationStarted").cast("int")).alias("generations"),
-            F.max(F.when(_is("GenerationStarted"), generation)).alias("last_generation"),
-            F.max(F.when(_is("AssignmentStored"), F.col("seq"))).alias("stored_seq"),
+            F.sum(is_type("GenerationStarted").cast("int")).alias("generations"),
+            F.max(F.when(is_type("GenerationStarted"), generation)).alias("last_generation"),
+            F.max(F.when(is_type("AssignmentStored"), F.col("seq"))).alias("stored_seq"),
         )
     )
     completed = F.coalesce(F.col("end.to_state") == STABLE, F.lit(False))
@@ -519,7 +493,7 @@ def generations_of(events: DataFrame) -> DataFrame:
     # The state change that ends a generation's sync phase: it leaves CompletingRebalance, and
     # the last generation before it started after the group entered CompletingRebalance.
     sync_ends = events.where(
-        _is("StateChanged")
+        is_type("StateChanged")
         & (F.col("prev_change.to_state") == COMPLETING)
         & (F.col("previous_generation.seq") > F.col("prev_change.seq"))
     ).select(
@@ -530,7 +504,7 @@ def generations_of(events: DataFrame) -> DataFrame:
     )
     synced = F.col("state") == COMPLETING
     return (
-        events.where(F.col("in_rebalance") & _is("GenerationStarted"))
+        events.where(F.col("in_rebalance") & is_type("GenerationStarted"))
         .join(sync_ends, ["group_id", "seq"], "left")
         .select(
             "group_id",
@@ -559,7 +533,7 @@ def member_instances_of(events: DataFrame) -> DataFrame:
     joined = events.where(F.col("group_instance_id").isNotNull()).select(
         "group_id", "member_id", "group_instance_id"
     )
-    fenced = events.where(_is("StaticMemberReplaced")).select(
+    fenced = events.where(is_type("StaticMemberReplaced")).select(
         "group_id", F.col("old_member_id").alias("member_id"), "group_instance_id"
     )
     return (
@@ -573,7 +547,7 @@ def member_instances_of(events: DataFrame) -> DataFrame:
 def assignments_of(history: DataFrame) -> DataFrame:
     """Every (partition, member) an ``AssignmentStored`` handed out, with the event's seq."""
     return (
-        history.where(_is("AssignmentStored"))
+        history.where(is_type("AssignmentStored"))
         .select("group_id", "seq", "at_ms", F.explode("assignment").alias("_owned"))
         .select(
             "group_id",
@@ -796,16 +770,18 @@ def with_storms(rebalances: DataFrame, storm_count: int, storm_window_ms: int) -
     """``storm_id`` on every rebalance in a storm (the id of the storm's first rebalance), null
     on the others."""
     by_start = Window.partitionBy("group_id").orderBy("start_ms", "rebalance_id")
-    so_far = by_start.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    starts_so_far = by_start.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     ahead = Window.partitionBy("group_id").orderBy("start_ms").rangeBetween(0, storm_window_ms)
     # A window starting at this rebalance with enough starts covers up to its last start.
     reach = F.when(F.count("*").over(ahead) >= storm_count, F.max("start_ms").over(ahead))
-    covered_until = F.max("_reach").over(so_far)
+    covered_until = F.max("_reach").over(starts_so_far)
     covered_before = F.max("_reach").over(by_start.rowsBetween(Window.unboundedPreceding, -1))
     in_storm = F.coalesce(covered_until >= F.col("start_ms"), F.lit(False))
     # A storm begins where nothing before covers this start.
     begins = in_storm & F.coalesce(covered_before < F.col("start_ms"), F.lit(True))
-    storm_id = F.when(F.col("_in_storm"), _last(F.col("_begins"), F.col("rebalance_id"), so_far))
+    storm_id = F.when(
+        F.col("_in_storm"), last_where(F.col("_begins"), F.col("rebalance_id"), starts_so_far)
+    )
     return (
         rebalances.withColumn("_reach", reach)
         .withColumns({"_in_storm": in_storm, "_begins": begins})
