@@ -23,6 +23,7 @@ import pyarrow as pa
 __all__ = [
     "HISTORY_SCHEMA",
     "PARTITION_COLUMN",
+    "RENAMED_FIELDS",
     "SCHEMA_VERSION",
     "day_of",
     "row_of",
@@ -86,6 +87,11 @@ HISTORY_SCHEMA = pa.schema(
     metadata={"rebalance_lab.history_schema": str(SCHEMA_VERSION)},
 )
 
+#: Event fields that land in a column of another name, (field, column), where the event has no
+#: field of the column's name: StaticMemberReplaced's new member is the member the event is
+#: about; a handoff plan's epoch is its generation.
+RENAMED_FIELDS = (("new_member_id", "member_id"), ("epoch", "generation_id"))
+
 _COLUMNS = tuple(HISTORY_SCHEMA.names)
 # Event fields copied as they are (same name, same meaning).
 _PLAIN = frozenset(_COLUMNS) - {"assignment", "partitions", "offsets", "member_id"}
@@ -109,12 +115,11 @@ def row_of(event: Mapping[str, Any]) -> dict[str, Any]:
         if key in _PLAIN:
             row[key] = value
     row["prev_seq"] = event.get("prev_seq") or 0
-    # StaticMemberReplaced names its members old_member_id / new_member_id; the new one is
-    # the member the event is about.
-    row["member_id"] = event.get("member_id", event.get("new_member_id"))
+    row["member_id"] = event.get("member_id")
+    for field, column in RENAMED_FIELDS:
+        if field in event and column not in event:
+            row[column] = event[field]
     kind = event["type"]
-    if kind == "HandoffPlanMade":  # a handoff group's plan: its epoch and every target
-        row["generation_id"] = event.get("epoch")
     if kind in ("AssignmentStored", "HandoffPlanMade"):
         key = "partitions" if kind == "AssignmentStored" else "assignment"
         partitions = event.get(key)

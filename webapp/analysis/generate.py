@@ -171,7 +171,7 @@ from coordinator_engine.responses import (
     SyncGroupResponse,
 )
 from spark_tasks.output import write_json_atomically
-from spark_tasks.schema import HISTORY_SCHEMA
+from spark_tasks.schema import HISTORY_SCHEMA, RENAMED_FIELDS
 
 from .export import (
     GENERATED_NAME,
@@ -1789,8 +1789,6 @@ _NESTED = {
     HandoffPartitionsGranted: ("partitions", "partitions"),
     HandoffPartitionsStarted: ("partitions", "partitions"),
 }
-#: Fields that land in a column of another name (``row_of``'s renames): (field, column).
-_RENAMED = (("new_member_id", "member_id"), ("epoch", "generation_id"))
 
 
 def _copied(cls: type[GroupEvent]) -> tuple[tuple[str, str], ...]:
@@ -1799,7 +1797,7 @@ def _copied(cls: type[GroupEvent]) -> tuple[tuple[str, str], ...]:
     (StaticMemberReplaced names it ``new_member_id``)."""
     names = [f.name for f in dataclasses.fields(cls)]
     pairs = [(n, n) for n in names if n in HISTORY_SCHEMA.names and n not in _DERIVED_COLUMNS]
-    for name, column in _RENAMED:
+    for name, column in RENAMED_FIELDS:
         if name in names and column not in names:
             pairs.append((column, name))
     return tuple(pairs)
