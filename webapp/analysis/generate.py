@@ -1520,14 +1520,18 @@ class _Plan:
     record_log: str | None = None  # where the full record stream goes (an SqliteLog file)
 
 
-_WAKING_EVENTS = (
-    StateChanged,
-    GenerationStarted,
-    MemberRemoved,
-    StaticMemberReplaced,
-    HandoffPlanMade,
-    HandoffPartitionsClosing,
-    HandoffPartitionsGranted,
+#: The events after which a group's members heartbeat at their regular tick again (the
+#: module docstring's quiet heartbeats); event classes are final, so their type is enough.
+_WAKING_EVENTS = frozenset(
+    {
+        StateChanged,
+        GenerationStarted,
+        MemberRemoved,
+        StaticMemberReplaced,
+        HandoffPlanMade,
+        HandoffPartitionsClosing,
+        HandoffPartitionsGranted,
+    }
 )
 
 
@@ -1645,7 +1649,7 @@ class _CoordinatorRun:
 
     def on_event(self, event: GroupEvent) -> None:
         self.rows.add(event)
-        if isinstance(event, _WAKING_EVENTS):
+        if type(event) in _WAKING_EVENTS:
             self.groups[event.group_id].wake()
 
     def assign(self, protocol: str, members: Sequence[JoinGroupMember]) -> tuple[Assignment, ...]:
