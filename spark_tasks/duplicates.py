@@ -28,7 +28,7 @@ to its next incarnation with the committed offsets, the old process being gone.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from coordinator_engine.client import POLL_TIMEOUT_REASON
@@ -112,31 +112,40 @@ def duplicate_windows(history: DataFrame, holdings: DataFrame, protocols: DataFr
     """One row per window (module docstring): group_id, rebalance_protocol (the group's, from
     ``protocols``: group_id → rebalance_protocol), member_id, reason, topic, partition,
     committed_ms (null: never committed), window_start_ms, window_end_ms, window_ms, records."""
-    removed = holdings.select("group_id", "member_id").distinct()
+    keys = ["group_id", "member_id", "topic", "partition"]
+    # Each removal's seq, to keep the commits made before it: one row per removed member,
+    # small enough to send to every task, so the commits are filtered where they are read.
+    removals = holdings.select("group_id", "member_id", F.col("seq").alias("_removed_seq"))
     commits = (
         history.where(F.col("type") == "OffsetsCommitted")
-        .join(F.broadcast(removed), ["group_id", "member_id"], "left_semi")
-        .select("group_id", "member_id", "seq", "at_ms", F.explode("offsets").alias("_o"))
+        .join(F.broadcast(removals.distinct()), ["group_id", "member_id"])
+        .where(F.col("seq") < F.col("_removed_seq"))
+        .select(*keys[:2], "_removed_seq", "seq", "at_ms", F.explode("offsets").alias("_o"))
         .select(
-            "group_id",
-            "member_id",
-            "seq",
-            "at_ms",
+            *keys[:2],
             F.col("_o.topic").alias("topic"),
             F.col("_o.partition").alias("partition"),
+            "_removed_seq",
+            "seq",
+            "at_ms",
             F.col("_o.offset").alias("offset"),
         )
     )
-    keys = ["group_id", "member_id", "topic", "partition"]
-    latest = F.sort_array(F.collect_list(F.struct("seq", "at_ms", "offset")), asc=False)
+    # The last two commits of each (member, partition) before its removal. A rank filter: Spark
+    # keeps the top two of each task's rows before the shuffle (WindowGroupLimit), so only those
+    # travel.
+    latest_first = Window.partitionBy(*keys, "_removed_seq").orderBy(F.col("seq").desc())
+    commit_row = F.struct("seq", "at_ms", "offset")
     last_commits = (
-        holdings.select(*keys, F.col("seq").alias("_removed_seq"))
-        .join(commits, keys)
-        .where(F.col("seq") < F.col("_removed_seq"))
+        commits.withColumn("_rank", F.row_number().over(latest_first))
+        .where(F.col("_rank") <= 2)
         .groupBy(*keys, "_removed_seq")
-        .agg(F.slice(latest, 1, 2).alias("_commits"))
+        .agg(
+            F.max(commit_row).alias("_last"),
+            F.when(F.count("*") == 2, F.min(commit_row)).alias("_previous"),
+        )
     )
-    commit, previous = F.get(F.col("_commits"), 0), F.get(F.col("_commits"), 1)
+    commit, previous = F.col("_last"), F.col("_previous")
     elapsed = commit["at_ms"] - previous["at_ms"]
     rate = F.when(elapsed > 0, (commit["offset"] - previous["offset"]) / elapsed)
     start = F.coalesce(commit["at_ms"], F.col("granted_ms"))

@@ -80,10 +80,18 @@ Two sorts carry the report; everything else works on rows per rebalance.
 2. **The partition timeline** (``partition_timeline``): every assignment's (partition, member)
    rows, sorted by partition and ``seq``, each with the same partition's previous and next
    assignment. A rebalance's before and after assignments are consecutive assignments of its
-   group, so its moves come from pairs of neighbouring rows (``partition_changes``) and each
-   revoked partition's next holder is the next row (``partition_unavailability``). The
-   assignments (most of the history's bytes) are read only here, and never copied onto the
-   events.
+   group, so its moves come from pairs of neighbouring rows (``partition_changes``, one pass:
+   a row yields the change it is the after row of, the one it is the before row of, or both)
+   and each revoked partition's next holder is the next row (``partition_unavailability``).
+   The assignments (most of the history's bytes) are read only here, and never copied onto
+   the events.
+
+The two per-partition tables are the report's biggest (about 17 million rows for ten million
+events). The timeline they come from is computed for each of them rather than kept: a copy
+of it costs more than the sort. ``run`` writes each as soon as it is known and reads it back
+(Parquet, only the columns asked for), and the per-rebalance figures (``with_partition_moves``,
+``with_unavailability``) are counted from the written tables; the rebalances table is written
+once, then read back for the storms, comparisons and summary.
 """
 
 from __future__ import annotations
@@ -628,60 +636,76 @@ def _stays() -> Column:
 
 
 def partition_changes(timeline: DataFrame) -> DataFrame:
-    """Per rebalance whose before assignment is known, each partition's owner before and after
-    (``after_known`` false: the rebalance is open), with ``moved`` and ``kept``. A partition
+    """Per rebalance whose before and after assignments are known, each partition's member
+    before and after (null: none), with ``moved`` and ``kept`` (owners compared). A partition
     owned after comes from the after assignment's row (its owner before: the previous row, if
-    that is the before assignment); one that was owned before and not after, from the before
-    assignment's row."""
-    after = F.col("after_of")
+    that is the before assignment); one owned before and not after, from the before
+    assignment's row. One pass: each timeline row yields the change it is the after row of,
+    the one it is the before row of, both or neither."""
+    after, before = F.col("after_of"), F.col("before_of")
     from_before = F.col("previous.seq") == after["before_seq"]
-    owned_after = timeline.where(after.isNotNull()).select(
-        "group_id",
-        after["rebalance_id"].alias("rebalance_id"),
-        "topic",
-        "partition",
-        F.when(from_before, F.col("previous.member_id")).alias("member_before"),
-        F.when(from_before, F.col("previous.owner")).alias("owner_before"),
-        F.col("member_id").alias("member_after"),
-        F.col("owner").alias("owner_after"),
-        F.lit(True).alias("after_known"),
-    )
-    before = F.col("before_of")
-    owned_before_only = timeline.where(before.isNotNull() & ~_stays()).select(
-        "group_id",
-        before["rebalance_id"].alias("rebalance_id"),
-        "topic",
-        "partition",
-        F.col("member_id").alias("member_before"),
-        F.col("owner").alias("owner_before"),
-        F.lit(None).cast("string").alias("member_after"),
-        F.lit(None).cast("string").alias("owner_after"),
-        before["after_known"].alias("after_known"),
-    )
-    same_owner = F.col("owner_before").eqNullSafe(F.col("owner_after"))
-    return owned_after.unionByName(owned_before_only).withColumns(
-        {
-            "moved": F.when(F.col("after_known"), ~same_owner),
-            "kept": F.when(F.col("after_known"), same_owner & F.col("owner_before").isNotNull()),
-        }
-    )
+    nobody = F.lit(None).cast("string")
 
-
-def with_partition_moves(rebalances: DataFrame, changes: DataFrame) -> DataFrame:
-    """``partitions_before``, ``partitions_after``, ``partitions_moved``, ``partitions_kept`` and
-    ``stickiness`` on each rebalance whose before and after assignments are known."""
-    counts = (
-        changes.where("after_known")
-        .groupBy("group_id", "rebalance_id")
-        .agg(
-            F.count("owner_before").alias("_before"),
-            F.count("owner_after").alias("_after"),
-            F.sum(F.col("moved").cast("int")).alias("_moved"),
-            F.sum(F.col("kept").cast("int")).alias("_kept"),
-            F.sum(
-                (F.col("owner_before").isNotNull() & F.col("owner_after").isNotNull()).cast("int")
-            ).alias("_both"),
+    def change(
+        rebalance: Column,
+        member_before: Column,
+        owner_before: Column,
+        member_after: Column,
+        owner_after: Column,
+    ) -> Column:
+        return F.struct(
+            rebalance.alias("rebalance_id"),
+            member_before.alias("member_before"),
+            owner_before.alias("owner_before"),
+            member_after.alias("member_after"),
+            owner_after.alias("owner_after"),
         )
+
+    as_after = F.when(
+        after.isNotNull(),
+        change(
+            after["rebalance_id"],
+            F.when(from_before, F.col("previous.member_id")),
+            F.when(from_before, F.col("previous.owner")),
+            F.col("member_id"),
+            F.col("owner"),
+        ),
+    )
+    as_before_only = F.when(
+        before.isNotNull() & before["after_known"] & ~_stays(),
+        change(before["rebalance_id"], F.col("member_id"), F.col("owner"), nobody, nobody),
+    )
+    same_owner = F.col("_c.owner_before").eqNullSafe(F.col("_c.owner_after"))
+    return timeline.select(
+        "group_id",
+        "topic",
+        "partition",
+        F.explode(F.array_compact(F.array(as_after, as_before_only))).alias("_c"),
+    ).select(
+        "group_id",
+        F.col("_c.rebalance_id").alias("rebalance_id"),
+        "topic",
+        "partition",
+        F.col("_c.member_before").alias("member_before"),
+        F.col("_c.member_after").alias("member_after"),
+        (~same_owner).alias("moved"),
+        (same_owner & F.col("_c.owner_before").isNotNull()).alias("kept"),
+    )
+
+
+def with_partition_moves(rebalances: DataFrame, moves: DataFrame) -> DataFrame:
+    """``partitions_before``, ``partitions_after``, ``partitions_moved``, ``partitions_kept`` and
+    ``stickiness`` on each rebalance whose before and after assignments are known, from its
+    rows of the ``partition_moves`` table (a partition has an owner exactly when it has a
+    member)."""
+    counts = moves.groupBy("group_id", "rebalance_id").agg(
+        F.count("member_before").alias("_before"),
+        F.count("member_after").alias("_after"),
+        F.sum(F.col("moved").cast("int")).alias("_moved"),
+        F.sum(F.col("kept").cast("int")).alias("_kept"),
+        F.sum(
+            (F.col("member_before").isNotNull() & F.col("member_after").isNotNull()).cast("int")
+        ).alias("_both"),
     )
     known = F.col("before_known") & F.col("after_known")
 
@@ -922,13 +946,18 @@ _REBALANCE_COLUMNS = (
     "unavailable_partition_ms",
     "storm_id",
 )
+#: Tables of at most a few thousand rows, written as one file.
+_SMALL_TABLES = ("duplicate_consumption", "storms", "assignors", "protocols")
+#: Whether a rebalance's before and after assignments are known (``rebalances_of``).
+_KNOWN = ("before_known", "after_known")
 
 
 def materialized(step: str, frame: DataFrame) -> DataFrame:
     """``frame`` computed once and cut loose from its lineage (``localCheckpoint``, memory then
     disk). The tables share intermediate frames: left as plans, the last ones would hold the
     event pipeline half a dozen times, and Spark analyses the whole tree again at every step.
-    ``step`` names the frame (for progress reports)."""
+    ``step`` names the frame (for progress reports): an intermediate step, or one of ``TABLES``
+    when later tables are computed from that table (``run`` then writes it and reads it back)."""
     return frame.localCheckpoint(eager=True)
 
 
@@ -940,39 +969,56 @@ def report_tables(
     materialize: Callable[[str, DataFrame], DataFrame] = materialized,
 ) -> dict[str, DataFrame]:
     """Every output table (``TABLES``) of a history DataFrame (``HISTORY_STRUCT``); the frames
-    several tables share go through ``materialize(step, frame)``."""
-    events = materialize("events", history.transform(prepared_events))
-    rebalances = materialize("rebalances", events.transform(rebalances_of))
-    assignments = assignments_of(history)
-    timeline = materialize(
-        "partition timeline",
-        partition_timeline(
-            assignments,
-            assignment_roles(rebalances),
-            events.transform(member_instances_of),
-        ),
+    several tables share go through ``materialize(step, frame)``.
+
+    The per-partition tables are computed straight from the plan, never kept whole in between:
+    at ten million events they hold about 17 million rows, and a copy of the partition timeline
+    they come from costs more than computing it twice. The per-rebalance figures are then
+    counted from the tables themselves."""
+    # Kept of the events: what the later steps read (a rebalance's own events, every state
+    # change, the static members' ids), without the columns only the event pass needed.
+    later = (
+        F.col("in_rebalance")
+        | is_type("StateChanged")
+        | F.col("group_instance_id").isNotNull()
+        | is_type("StaticMemberReplaced")
     )
-    changes = timeline.transform(partition_changes)
-    unavailability = timeline.transform(partition_unavailability)
+    events = materialize(
+        "events",
+        history.transform(prepared_events).where(later).drop("rejoined", "state_seq", "state_from"),
+    )
+    member_instances = materialize("member instances", events.transform(member_instances_of))
+    rebalances = materialize("classic rebalances", events.transform(rebalances_of))
     handoff = materialize("handoff events", history.transform(handoff_events))
     handoffs = materialize("handoff rebalances", handoff.transform(handoff_rebalances))
     held_by_handoff = handoff_holdings(handoff)
-    handoff_changes = handoff_partition_changes(handoffs, handoff)
-    handoff_unavailable = handoff_unavailability(handoffs, handoff, held_by_handoff)
-    figures = (
-        rebalances.transform(with_partition_moves, changes)
-        .transform(with_unavailability, unavailability)
-        .select(*_REBALANCE_COLUMNS[:-1])
+
+    assignments = assignments_of(history)
+    timeline = partition_timeline(assignments, assignment_roles(rebalances), member_instances)
+    moves = ("group_id", "rebalance_id", "topic", "partition", "member_before", "member_after")
+    partition_moves = materialize(
+        "partition_moves",
+        timeline.transform(partition_changes).unionByName(
+            handoff_partition_changes(handoffs, handoff).select(*moves, "moved", "kept")
+        ),
     )
-    handoff_figures = (
-        handoffs.withColumns({"before_known": F.lit(True), "after_known": F.col("completed")})
-        .transform(with_partition_moves, handoff_changes)
-        .transform(with_unavailability, handoff_unavailable)
-        .select(*_REBALANCE_COLUMNS[:-1])
+    unavailability = materialize(
+        "partition_unavailability",
+        timeline.transform(partition_unavailability).unionByName(
+            handoff_unavailability(handoffs, handoff, held_by_handoff)
+        ),
+    )
+    # Up to members_after: what a rebalance is before its partitions and storms are counted.
+    boundaries = (*_REBALANCE_COLUMNS[: _REBALANCE_COLUMNS.index("partitions_before")], *_KNOWN)
+    both_kinds = rebalances.select(*boundaries).unionByName(
+        handoffs.withColumns(
+            {"before_known": F.lit(True), "after_known": F.col("completed")}
+        ).select(*boundaries)
     )
     complete = materialize(
-        "rebalance figures",
-        figures.unionByName(handoff_figures)
+        "rebalances",
+        both_kinds.transform(with_partition_moves, partition_moves)
+        .transform(with_unavailability, unavailability)
         .transform(with_storms, storm_count, storm_window_ms)
         .select(*_REBALANCE_COLUMNS),
     )
@@ -999,16 +1045,13 @@ def report_tables(
         ),
     )
     duplicates = materialize(
-        "duplicate consumption", duplicate_windows(history, holdings, group_protocols)
+        "duplicate_consumption", duplicate_windows(history, holdings, group_protocols)
     )
-    moves = ("group_id", "rebalance_id", "topic", "partition", "member_before", "member_after")
     return {
         "rebalances": complete,
         "generations": events.transform(generations_of),
-        "partition_moves": changes.where("after_known")
-        .select(*moves, "moved", "kept")
-        .unionByName(handoff_changes.select(*moves, "moved", "kept")),
-        "partition_unavailability": unavailability.unionByName(handoff_unavailable),
+        "partition_moves": partition_moves,
+        "partition_unavailability": unavailability,
         "duplicate_consumption": duplicates,
         "storms": complete.transform(storms_of),
         "assignors": complete.transform(compare_rebalances, "rebalance_protocol", "protocol_name"),
@@ -1240,21 +1283,31 @@ def run(
         row["group_id"]: row["count"] for row in history.groupBy("group_id").count().collect()
     }
 
-    def computed(step: str, frame: DataFrame) -> DataFrame:
-        phase(f"computing {step}")
-        return materialized(step, frame)
-
-    tables = report_tables(
-        history, storm_count=storm_count, storm_window_ms=storm_window_ms, materialize=computed
-    )
     staging = staging_directory(output_dir)
+    written: set[str] = set()
+
+    def write(name: str, frame: DataFrame) -> None:
+        phase(f"writing {name}")
+        if name in _SMALL_TABLES:
+            frame = frame.coalesce(1)
+        frame.write.parquet(str(staging / name))
+        written.add(name)
+
+    def computed(step: str, frame: DataFrame) -> DataFrame:
+        if step not in TABLES:
+            phase(f"computing {step}")
+            return materialized(step, frame)
+        # An output table later ones are computed from: written once, then read back.
+        write(step, frame)
+        return spark.read.parquet(str(staging / step))
+
     try:
+        tables = report_tables(
+            history, storm_count=storm_count, storm_window_ms=storm_window_ms, materialize=computed
+        )
         for name in TABLES:
-            phase(f"writing {name}")
-            frame = tables[name]
-            if name in ("duplicate_consumption", "storms", "assignors", "protocols"):
-                frame = frame.coalesce(1)
-            frame.write.parquet(str(staging / name))
+            if name not in written:
+                write(name, tables[name])
         phase("writing summary.json")
         summary = build_summary(
             tables,
