@@ -285,9 +285,6 @@ def handoff_partition_changes(rebalances: DataFrame, events: DataFrame) -> DataF
             *keys,
             "member_before",
             "member_after",
-            F.col("member_before").alias("owner_before"),
-            F.col("member_after").alias("owner_after"),
-            F.lit(True).alias("after_known"),
             (~same).alias("moved"),
             (same & F.col("member_before").isNotNull()).alias("kept"),
         )

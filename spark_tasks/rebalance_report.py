@@ -995,11 +995,10 @@ def report_tables(
 
     assignments = assignments_of(history)
     timeline = partition_timeline(assignments, assignment_roles(rebalances), member_instances)
-    moves = ("group_id", "rebalance_id", "topic", "partition", "member_before", "member_after")
     partition_moves = materialize(
         "partition_moves",
         timeline.transform(partition_changes).unionByName(
-            handoff_partition_changes(handoffs, handoff).select(*moves, "moved", "kept")
+            handoff_partition_changes(handoffs, handoff)
         ),
     )
     unavailability = materialize(
