@@ -113,8 +113,9 @@ def duplicate_windows(history: DataFrame, holdings: DataFrame, protocols: DataFr
     ``protocols``: group_id → rebalance_protocol), member_id, reason, topic, partition,
     committed_ms (null: never committed), window_start_ms, window_end_ms, window_ms, records."""
     keys = ["group_id", "member_id", "topic", "partition"]
-    # Each removal's seq, to keep the commits made before it: one row per removed member,
-    # small enough to send to every task, so the commits are filtered where they are read.
+    # Each removal's seq, to keep the commits made before it: one row per removal (a row of
+    # holdings per partition held, hence distinct), small enough to send to every task, so the
+    # commits are filtered where they are read.
     removals = holdings.select("group_id", "member_id", F.col("seq").alias("_removed_seq"))
     commits = (
         history.where(F.col("type") == "OffsetsCommitted")
