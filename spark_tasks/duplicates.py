@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 from coordinator_engine.client import POLL_TIMEOUT_REASON
 from coordinator_engine.events import RemovalReason
 
-from .events import last_where, so_far
+from .events import assignments_of, is_type, last_where, so_far
 
 __all__ = ["FORCED_REMOVALS", "classic_holdings", "duplicate_windows", "forced_removals"]
 
@@ -60,12 +60,13 @@ def forced_removals(history: DataFrame) -> DataFrame:
     )
 
 
-def classic_holdings(history: DataFrame, removals: DataFrame, assignments: DataFrame) -> DataFrame:
+def classic_holdings(history: DataFrame, removals: DataFrame) -> DataFrame:
     """What each removed member of a classic group held: its partitions in the group's last
-    ``AssignmentStored`` before its removal (``assignments``: ``assignments_of``'s rows).
-    Columns as ``handoff_holdings``: group_id, member_id, topic, partition, granted_ms (when
-    that assignment was stored), and the removal's seq, at_ms and reason."""
-    stored = history.where(F.col("type") == "AssignmentStored").select("group_id", "seq")
+    ``AssignmentStored`` before its removal. Columns as ``handoff_holdings``: group_id,
+    member_id, topic, partition, granted_ms (when that assignment was stored), and the
+    removal's seq, at_ms and reason. Only the assignments some removal follows are exploded
+    into rows (a broadcast of the removals picks them): most assignments are followed by none."""
+    stored = history.where(is_type("AssignmentStored"))
     bounds = (
         removals.select(
             "group_id",
@@ -88,21 +89,30 @@ def classic_holdings(history: DataFrame, removals: DataFrame, assignments: DataF
             F.col("_removal").alias("_removal"),
         )
     )
-    return assignments.join(F.broadcast(bounds), ["group_id", "seq", "member_id"]).select(
-        "group_id",
-        "member_id",
-        "topic",
-        "partition",
-        F.col("at_ms").alias("granted_ms"),
-        F.col("_removal.seq").alias("seq"),
-        F.col("_removal.at_ms").alias("at_ms"),
-        F.col("_removal.reason").alias("reason"),
+    followed = stored.join(
+        F.broadcast(bounds.select("group_id", "seq").distinct()), ["group_id", "seq"], "left_semi"
+    )
+    return (
+        assignments_of(followed)
+        .join(F.broadcast(bounds), ["group_id", "seq", "member_id"])
+        .select(
+            "group_id",
+            "member_id",
+            "topic",
+            "partition",
+            F.col("at_ms").alias("granted_ms"),
+            F.col("_removal.seq").alias("seq"),
+            F.col("_removal.at_ms").alias("at_ms"),
+            F.col("_removal.reason").alias("reason"),
+        )
     )
 
 
-def _session_timeouts(history: DataFrame) -> DataFrame:
-    """Each member's session timeout, from its latest join."""
-    joins = history.where(F.col("type").isin("MemberJoined", "HandoffMemberJoined"))
+def _session_timeouts(history: DataFrame, members: DataFrame) -> DataFrame:
+    """The session timeout of each of ``members`` (group_id, member_id), from its latest join."""
+    joins = history.where(F.col("type").isin("MemberJoined", "HandoffMemberJoined")).join(
+        F.broadcast(members), ["group_id", "member_id"], "left_semi"
+    )
     return joins.groupBy("group_id", "member_id").agg(
         F.max_by("session_timeout_ms", "seq").alias("session_timeout_ms")
     )
@@ -117,6 +127,7 @@ def duplicate_windows(history: DataFrame, holdings: DataFrame, protocols: DataFr
     # holdings per partition held, hence distinct), small enough to send to every task, so the
     # commits are filtered where they are read.
     removals = holdings.select("group_id", "member_id", F.col("seq").alias("_removed_seq"))
+    removed_members = removals.select("group_id", "member_id").distinct()
     commits = (
         history.where(F.col("type") == "OffsetsCommitted")
         .join(F.broadcast(removals.distinct()), ["group_id", "member_id"])
@@ -157,7 +168,11 @@ def duplicate_windows(history: DataFrame, holdings: DataFrame, protocols: DataFr
     end = F.greatest(alive_until, start)
     return (
         holdings.join(last_commits.withColumnRenamed("_removed_seq", "seq"), [*keys, "seq"], "left")
-        .join(F.broadcast(_session_timeouts(history)), ["group_id", "member_id"], "left")
+        .join(
+            F.broadcast(_session_timeouts(history, removed_members)),
+            ["group_id", "member_id"],
+            "left",
+        )
         .join(F.broadcast(protocols), "group_id", "left")
         .select(
             "group_id",

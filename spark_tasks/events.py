@@ -1,15 +1,23 @@
 """What the report's modules read of the history's events alike: an event's type, one group's
-events in ``seq`` order (the window every per-event column is computed over), and the
-rebalance cause a member's removal stands for."""
+events in ``seq`` order (the window every per-event column is computed over), the rows of the
+assignments, and the rebalance cause a member's removal stands for."""
 
 from __future__ import annotations
 
-from pyspark.sql import Column, Window, WindowSpec
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from coordinator_engine.events import RemovalReason
 
-__all__ = ["REMOVAL_CAUSES", "before", "in_group", "is_type", "last_where", "so_far"]
+__all__ = [
+    "REMOVAL_CAUSES",
+    "assignments_of",
+    "before",
+    "in_group",
+    "is_type",
+    "last_where",
+    "so_far",
+]
 
 #: A ``MemberRemoved`` reason → the cause of the rebalance it starts.
 REMOVAL_CAUSES = {
@@ -46,3 +54,19 @@ def before() -> WindowSpec:
 def last_where(condition: Column, value: Column, window: WindowSpec) -> Column:
     """``value`` of the last row of ``window`` where ``condition`` holds (null if none)."""
     return F.last(F.when(condition, value), ignorenulls=True).over(window)
+
+
+def assignments_of(history: DataFrame) -> DataFrame:
+    """Every (partition, member) an ``AssignmentStored`` handed out, with the event's seq."""
+    return (
+        history.where(is_type("AssignmentStored"))
+        .select("group_id", "seq", "at_ms", F.explode("assignment").alias("_owned"))
+        .select(
+            "group_id",
+            "seq",
+            "at_ms",
+            F.col("_owned.topic").alias("topic"),
+            F.col("_owned.partition").alias("partition"),
+            F.col("_owned.member_id").alias("member_id"),
+        )
+    )

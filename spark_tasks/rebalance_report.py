@@ -91,7 +91,8 @@ events). The timeline they come from is computed for each of them rather than ke
 of it costs more than the sort. ``run`` writes each as soon as it is known and reads it back
 (Parquet, only the columns asked for), and the per-rebalance figures (``with_partition_moves``,
 ``with_unavailability``) are counted from the written tables; the rebalances table is written
-once, then read back for the storms, comparisons and summary.
+once, then read back for the storms, comparisons and summary, and kept in memory for them (as
+is the small duplicate_consumption table), since each reads it again.
 """
 
 from __future__ import annotations
@@ -107,7 +108,15 @@ from pyspark.sql import functions as F
 from coordinator_engine.state import GroupState
 
 from .duplicates import classic_holdings, duplicate_windows, forced_removals
-from .events import REMOVAL_CAUSES, before, in_group, is_type, last_where, so_far
+from .events import (
+    REMOVAL_CAUSES,
+    assignments_of,
+    before,
+    in_group,
+    is_type,
+    last_where,
+    so_far,
+)
 from .handoff import (
     handoff_events,
     handoff_holdings,
@@ -224,10 +233,20 @@ _BLOCK_ENDS = ("StateChanged", "GenerationStarted", "AssignmentStored")
 # -- events ----------------------------------------------------------------------------------
 
 
+def _is_start() -> Column:
+    """The state change that starts a rebalance."""
+    return (
+        is_type("StateChanged")
+        & (F.col("to_state") == PREPARING)
+        & F.col("from_state").isin(STABLE, EMPTY)
+    )
+
+
 def rebalance_events(history: DataFrame) -> DataFrame:
     """The history's events a rebalance is made of, with the columns the report reads. The
     assignments stay behind (``assignments_of`` reads them): carried through the event pass,
-    they would be most of its bytes."""
+    they would be most of its bytes. So do the reasons no rule reads (every state change and
+    join has one, a sentence): only a start's and a removal's are kept."""
     return history.where(F.col("type").isin(*_USED_TYPES)).select(
         "group_id",
         "seq",
@@ -235,7 +254,7 @@ def rebalance_events(history: DataFrame) -> DataFrame:
         "type",
         "from_state",
         "to_state",
-        "reason",
+        F.when(_is_start() | is_type("MemberRemoved"), F.col("reason")).alias("reason"),
         "member_id",
         "old_member_id",
         "group_instance_id",
@@ -260,7 +279,7 @@ def with_event_context(events: DataFrame) -> DataFrame:
     events emitted right after the end move: the group's state is still the one the end move
     entered). Columns starting with ``_`` are for ``with_causes``."""
     changed = is_type("StateChanged")
-    start = changed & (F.col("to_state") == PREPARING) & F.col("from_state").isin(STABLE, EMPTY)
+    start = _is_start()
     membership = F.col("type").isin(*_MEMBERSHIP_TYPES)
     previous = F.lag(F.struct("at_ms", "type")).over(in_group())
     # One engine call's events share their at_ms; a block ends after _BLOCK_ENDS.
@@ -549,22 +568,6 @@ def member_instances_of(events: DataFrame) -> DataFrame:
         .where(F.col("member_id").isNotNull())
         .groupBy("group_id", "member_id")
         .agg(F.min("group_instance_id").alias("group_instance_id"))
-    )
-
-
-def assignments_of(history: DataFrame) -> DataFrame:
-    """Every (partition, member) an ``AssignmentStored`` handed out, with the event's seq."""
-    return (
-        history.where(is_type("AssignmentStored"))
-        .select("group_id", "seq", "at_ms", F.explode("assignment").alias("_owned"))
-        .select(
-            "group_id",
-            "seq",
-            "at_ms",
-            F.col("_owned.topic").alias("topic"),
-            F.col("_owned.partition").alias("partition"),
-            F.col("_owned.member_id").alias("member_id"),
-        )
     )
 
 
@@ -948,6 +951,9 @@ _REBALANCE_COLUMNS = (
 )
 #: Tables of at most a few thousand rows, written as one file.
 _SMALL_TABLES = ("duplicate_consumption", "storms", "assignors", "protocols")
+#: Tables read back by several later steps (storms, comparisons, summary.json) and small (a row
+#: per rebalance or window): kept in memory once read, not read and decoded again by each step.
+_REUSED_TABLES = ("rebalances", "duplicate_consumption")
 #: Whether a rebalance's before and after assignments are known (``rebalances_of``).
 _KNOWN = ("before_known", "after_known")
 
@@ -1030,7 +1036,7 @@ def report_tables(
     )
     holdings = materialize(
         "holdings",
-        classic_holdings(history, removals, assignments).unionByName(
+        classic_holdings(history, removals).unionByName(
             forced_handoff.select(
                 "group_id",
                 "member_id",
@@ -1284,6 +1290,7 @@ def run(
 
     staging = staging_directory(output_dir)
     written: set[str] = set()
+    kept: list[DataFrame] = []
 
     def write(name: str, frame: DataFrame) -> None:
         phase(f"writing {name}")
@@ -1298,7 +1305,11 @@ def run(
             return materialized(step, frame)
         # An output table later ones are computed from: written once, then read back.
         write(step, frame)
-        return spark.read.parquet(str(staging / step))
+        table = spark.read.parquet(str(staging / step))
+        if step in _REUSED_TABLES:
+            table = table.cache()
+            kept.append(table)
+        return table
 
     try:
         tables = report_tables(
@@ -1323,5 +1334,7 @@ def run(
         discard_directory(staging)
         raise
     finally:
+        for table in kept:
+            table.unpersist()
         spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
     return summary
