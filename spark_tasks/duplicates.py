@@ -64,8 +64,9 @@ def classic_holdings(history: DataFrame, removals: DataFrame) -> DataFrame:
     """What each removed member of a classic group held: its partitions in the group's last
     ``AssignmentStored`` before its removal. Columns as ``handoff_holdings``: group_id,
     member_id, topic, partition, granted_ms (when that assignment was stored), and the
-    removal's seq, at_ms and reason. Only the assignments some removal follows are exploded
-    into rows (a broadcast of the removals picks them): most assignments are followed by none."""
+    removal's seq, at_ms and reason. Each removal is joined to the assignment it follows
+    before that is exploded into rows (a broadcast: removals are few), so only the assignments
+    some removal follows are exploded, and only the removed member's rows kept."""
     stored = history.where(is_type("AssignmentStored"))
     bounds = (
         removals.select(
@@ -82,19 +83,12 @@ def classic_holdings(history: DataFrame, removals: DataFrame) -> DataFrame:
             last_where(F.col("_removal").isNull(), F.col("seq"), so_far()),
         )
         .where(F.col("_removal").isNotNull() & F.col("_stored_seq").isNotNull())
-        .select(
-            "group_id",
-            F.col("_stored_seq").alias("seq"),
-            F.col("_removal.member_id").alias("member_id"),
-            F.col("_removal").alias("_removal"),
-        )
+        .select("group_id", F.col("_stored_seq").alias("seq"), "_removal")
     )
-    followed = stored.join(
-        F.broadcast(bounds.select("group_id", "seq").distinct()), ["group_id", "seq"], "left_semi"
-    )
+    followed = stored.join(F.broadcast(bounds), ["group_id", "seq"])
     return (
-        assignments_of(followed)
-        .join(F.broadcast(bounds), ["group_id", "seq", "member_id"])
+        assignments_of(followed, "_removal")
+        .where(F.col("member_id") == F.col("_removal.member_id"))
         .select(
             "group_id",
             "member_id",

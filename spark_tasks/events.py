@@ -56,11 +56,12 @@ def last_where(condition: Column, value: Column, window: WindowSpec) -> Column:
     return F.last(F.when(condition, value), ignorenulls=True).over(window)
 
 
-def assignments_of(history: DataFrame) -> DataFrame:
-    """Every (partition, member) an ``AssignmentStored`` handed out, with the event's seq."""
+def assignments_of(history: DataFrame, *carried: str) -> DataFrame:
+    """Every (partition, member) an ``AssignmentStored`` handed out, with the event's seq and
+    at_ms, and its ``carried`` columns."""
     return (
         history.where(is_type("AssignmentStored"))
-        .select("group_id", "seq", "at_ms", F.explode("assignment").alias("_owned"))
+        .select("group_id", "seq", "at_ms", *carried, F.explode("assignment").alias("_owned"))
         .select(
             "group_id",
             "seq",
@@ -68,5 +69,6 @@ def assignments_of(history: DataFrame) -> DataFrame:
             F.col("_owned.topic").alias("topic"),
             F.col("_owned.partition").alias("partition"),
             F.col("_owned.member_id").alias("member_id"),
+            *carried,
         )
     )
