@@ -83,8 +83,9 @@ Two sorts carry the report; everything else works on rows per rebalance.
    group, so its moves come from pairs of neighbouring rows (``partition_changes``, one pass:
    a row yields the change it is the after row of, the one it is the before row of, or both)
    and each revoked partition's next holder is the next row (``partition_unavailability``).
-   The assignments (most of the history's bytes) are read only here, and never copied onto
-   the events.
+   The assignments (most of the history's bytes) are read only here and, for the few that
+   a forced removal follows, by duplicate consumption (``classic_holdings``); they are never
+   copied onto the events.
 
 The two per-partition tables are the report's biggest (about 17 million rows for ten million
 events). The timeline they come from is computed for each of them rather than kept: a copy
