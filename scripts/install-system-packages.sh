@@ -3,7 +3,8 @@
 # redis-server (channel layer, Celery broker), chromium (the browser tests and bench/dashboard.py
 # drive /usr/bin/chromium headless), and Node.js with npm when the machine has none (the
 # dashboard's front-end libraries), and a Java runtime when there is no `java` (PySpark 4.3 runs
-# Spark on Java 17 or 21: Debian's openjdk-17-jre-headless). Idempotent: does nothing when all
+# Spark on Java 17 or 21: Debian's openjdk-17-jre-headless), and kcat (the Kafka tool people reach
+# for first; the Kafka listener's tests list topics with `kcat -L`). Idempotent: does nothing when all
 # are present.
 set -euo pipefail
 
@@ -13,6 +14,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

@@ -16,6 +16,8 @@ Tagged fields a schema does not declare are skipped, as Kafka's generated reader
 (KIP-482: a newer client may add tags an older broker has never heard of). kio refuses them, so
 a request it refuses for that reason is copied without them (``_known_tags_only``) and decoded
 again; the copy is made only then, never on the common path.
+
+Bytes after a request's body are ignored, as Kafka's broker ignores them (``decode_request``).
 """
 
 from __future__ import annotations
@@ -183,7 +185,7 @@ def _without_unknown_tags(frame: bytes, api_key: int, api_version: int) -> bytes
     out = io.BytesIO()
     offset = _known_tags_only(header, frame, 0, out)
     offset = _known_tags_only(body, frame, offset, out)
-    out.write(frame[offset:])  # anything after the body is refused by the decode that follows
+    out.write(frame[offset:])  # anything after the body, which the decode ignores
     return out.getvalue()
 
 
@@ -232,21 +234,20 @@ def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Reque
     try:
         try:
             header, used = read_header(frame, 0)
-            body, body_size = read_body(frame, used)
+            body, _ = read_body(frame, used)
         except KeyError:  # kio's refusal of a tagged field it does not know
             frame = _without_unknown_tags(frame, api_key, api_version)
             header, used = read_header(frame, 0)
-            body, body_size = read_body(frame, used)
+            body, _ = read_body(frame, used)
     except (SerialError, KeyError, ValueError, IndexError, OverflowError) as exc:
         # kio raises SerialError for bytes that run out or do not decode.
         raise BadFrame(
             f"API {api_key} v{api_version} request does not decode: {type(exc).__name__}: {exc}"
         ) from exc
-    if used + body_size != len(frame):
-        raise BadFrame(
-            f"API {api_key} v{api_version} request has {len(frame) - used - body_size} "
-            "bytes after its body"
-        )
+    # Bytes after the body are ignored, as Kafka ignores them: its RequestContext.parseRequest
+    # reads a request's body from the frame and never asks that the frame be used up. librdkafka
+    # depends on it: a flexible Metadata request (v9) for all topics carries its null topic
+    # array in a 4-byte placeholder, one varint and three bytes that a strict reader misplaces.
     return Request(api_key, api_version, correlation_id, header.client_id, body)
 
 

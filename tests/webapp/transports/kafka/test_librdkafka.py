@@ -134,6 +134,46 @@ async def test_the_admin_client_lists_describes_and_deletes_groups(kafka: KafkaL
     await asyncio.to_thread(member.close)
 
 
+async def test_the_admin_client_lists_every_topic_with_its_partitions(kafka: KafkaListener) -> None:
+    """AdminClient.list_topics(): Metadata v9 for all topics, the first thing a new user runs."""
+    from confluent_kafka.admin import AdminClient
+
+    await kafka.runtime.create_topic(TOPIC, 3)
+    await kafka.runtime.create_topic("payments", 2)
+    admin = AdminClient({"bootstrap.servers": bootstrap(kafka)})
+    metadata = await asyncio.to_thread(admin.list_topics, timeout=10)
+    assert {name: sorted(t.partitions) for name, t in metadata.topics.items()} == {
+        TOPIC: [0, 1, 2],
+        "payments": [0, 1],
+    }
+    assert [broker.port for broker in metadata.brokers.values()] == [kafka.port]
+
+
+async def test_kcat_lists_the_brokers_and_every_topic(kafka: KafkaListener) -> None:
+    """Debian's kcat (librdkafka inside) lists the cluster as it would a real one: ``kcat -L``."""
+    import json
+    import shutil
+    import subprocess
+
+    kcat = shutil.which("kcat")
+    assert kcat is not None, "kcat is not installed (make system installs it)"
+    await kafka.runtime.create_topic(TOPIC, 3)
+    listed = await asyncio.to_thread(
+        subprocess.run,
+        [kcat, "-b", bootstrap(kafka), "-L", "-J", "-m", "10"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert listed.returncode == 0, listed.stderr
+    metadata = json.loads(listed.stdout)
+    assert [broker["name"] for broker in metadata["brokers"]] == [bootstrap(kafka)]
+    assert [
+        (topic["topic"], sorted(p["partition"] for p in topic["partitions"]))
+        for topic in metadata["topics"]
+    ] == [(TOPIC, [0, 1, 2])]
+
+
 async def test_a_producer_s_records_reach_a_consumer_with_the_right_high_watermark(
     kafka: KafkaListener,
 ) -> None:

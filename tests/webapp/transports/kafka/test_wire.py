@@ -342,3 +342,24 @@ async def test_tagged_fields_the_listener_does_not_know_are_skipped_as_kafka_ski
     committed = kafka.runtime.committed_offsets("tagged-group")
     assert committed[("tagged", 0)].offset == 41
     assert committed[("tagged", 0)].metadata == "m"
+
+
+async def test_librdkafka_s_all_topics_metadata_request_is_answered_as_kafka_answers_it(
+    kafka: KafkaListener,
+) -> None:
+    """The Metadata v9 request librdkafka 2.16 sends for "all topics", byte for byte: its null
+    topic array sits in a 4-byte placeholder, so kio's reading of the body ends a byte before
+    the frame does. Kafka ignores what follows a request's body; so does the listener."""
+    from kio.schema.metadata.v9.response import MetadataResponse
+    from kio.serial import entity_reader
+
+    await kafka.runtime.create_topic("listed", 3)
+    header = struct.pack(">hhih", 3, 9, 5, 7) + b"rdkafka" + b"\x00"
+    body = bytes.fromhex("0000000001000000")
+    reader, writer = await asyncio.open_connection("127.0.0.1", kafka.port)
+    writer.write(frame(header + body))
+    reply = await read_response(reader)
+    writer.close()
+    assert struct.unpack(">i", reply[:4])[0] == 5
+    answer, _ = entity_reader(MetadataResponse)(reply, 5)  # id, empty header tags
+    assert [(topic.name, len(topic.partitions)) for topic in answer.topics] == [("listed", 3)]
