@@ -13,9 +13,7 @@ import json
 import os
 import resource
 import secrets
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,15 +29,10 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 from coordinator_engine.client import ClientEvent, ConsumerConfig, GroupClient  # noqa: E402
+from tests.live_server import RedisServer, free_port  # noqa: E402, F401 (the benchmarks' too)
 from webapp.simulation.client_driver import ClientDriver, WebsocketTransport  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def monotonic_ms() -> int:
@@ -96,51 +89,16 @@ def own_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-class RedisServer:
-    """A throwaway redis-server on a free port (no snapshots, no append-only file)."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise SystemExit("redis-server is not installed (`make system` installs it)")
-        options = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), *options],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                time.sleep(0.05)
-        raise SystemExit("redis-server did not answer")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-
-
 class LabServer:
     """`manage.py serve` with its own log, database and output under `workdir`, the Redis
     channel layer, and `REBALANCE_LAB_PROFILE_ENGINE=1` (engine time in /healthz)."""
 
     def __init__(self, workdir: Path, redis_url: str, **settings: str) -> None:
         self.workdir = workdir
-        self.port = free_port()
-        self.url = f"ws://127.0.0.1:{self.port}/ws/consumer/"
-        #: Its Kafka listener's port (each server its own: 9092 may be taken, or be another's).
-        self.kafka_port = free_port()
+        #: Its site's and Kafka listener's ports, which the system picks when it starts.
+        self.port = 0
+        self.kafka_port = 0
+        self.ports_file = workdir / "ports.json"
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
@@ -153,7 +111,7 @@ class LabServer:
             "KAFKA_RECORDS_PATH": str(workdir / "records.db"),
             "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",
             "REBALANCE_LAB_PROFILE_ENGINE": "1",
-            "KAFKA_PORT": str(self.kafka_port),
+            "KAFKA_PORT": "0",
             **settings,
         }
         self.output = workdir / "serve.log"
@@ -164,10 +122,18 @@ class LabServer:
         assert self.process is not None
         return self.process.pid
 
+    @property
+    def url(self) -> str:
+        """The consumer protocol's websocket URL (once started)."""
+        return f"ws://127.0.0.1:{self.port}/ws/consumer/"
+
     def start(self, timeout_s: float = 60) -> None:
         with self.output.open("ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "manage.py", "serve", "--port", str(self.port), "-v", "0"],
+                [
+                    *(sys.executable, "manage.py", "serve", "--port", "0", "-v", "0"),
+                    *("--ports-file", str(self.ports_file)),
+                ],
                 cwd=ROOT,
                 env=self.env,
                 stdout=out,
@@ -177,6 +143,11 @@ class LabServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise SystemExit(f"serve exited:\n{self.output.read_text()}")
+            if not self.ports_file.exists():
+                time.sleep(0.05)
+                continue
+            ports = json.loads(self.ports_file.read_text())
+            self.port, self.kafka_port = ports["http"], ports["kafka"]
             try:
                 if self.get("/healthz")["status"] == "ok":
                     return

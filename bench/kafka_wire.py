@@ -124,10 +124,20 @@ class Lab(Broker):
 class Tansu(Broker):
     name = "tansu"
 
+    ATTEMPTS = 5
+
     def __init__(self, binary: str, workdir: Path) -> None:
-        port = free_port()
-        self.bootstrap = f"127.0.0.1:{port}"
+        # tansu advertises the port it is given, so it cannot be handed port 0: it gets a free
+        # one, and another if something took that one before tansu bound it.
         self.log = (workdir / "tansu.log").open("wb")
+        for _ in range(self.ATTEMPTS):
+            if self._start(binary, free_port()):
+                return
+        raise RuntimeError(f"tansu did not start; see {workdir / 'tansu.log'}")
+
+    def _start(self, binary: str, port: int) -> bool:
+        """Start tansu on ``port``; False if it exited (the port was taken) before answering."""
+        self.bootstrap = f"127.0.0.1:{port}"
         self.process = subprocess.Popen(
             [
                 binary,
@@ -147,10 +157,12 @@ class Tansu(Broker):
         while True:
             try:
                 self.admin.list_topics(timeout=1)
-                break
+                return True
             except Exception as exc:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError(f"tansu did not start; see {workdir / 'tansu.log'}") from exc
+                if self.process.poll() is not None:
+                    return False
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"tansu did not answer on port {port} in 20 s") from exc
                 time.sleep(0.2)
 
     def create_topic(self, name: str, partitions: int) -> None:

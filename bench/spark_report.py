@@ -63,9 +63,9 @@ import contextlib
 import json
 import os
 import platform
+import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -366,15 +366,6 @@ def summary_differences(local: Mapping[str, Any], other: Mapping[str, Any]) -> l
 # -- the standalone cluster ------------------------------------------------------------------
 
 
-def _free_port(preferred: int | None = None) -> int:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", preferred or 0))
-        except OSError:
-            probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 class Cluster:
     """A standalone Spark master and worker on 127.0.0.1, from PySpark's distribution."""
 
@@ -384,10 +375,10 @@ class Cluster:
         self.spark_home = Path(pyspark.__file__).resolve().parent
         self.dir = workdir / "cluster"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.port = _free_port(7077)
-        self.master_ui = _free_port()
-        self.worker_ui = _free_port()
-        self.url = f"spark://127.0.0.1:{self.port}"
+        #: The master's URL and its web UI's port, as the master logs them once listening:
+        #: every port is 0, the system's choice, so no two can be the same.
+        self.url = ""
+        self.master_ui = 0
         self.processes: list[subprocess.Popen[bytes]] = []
         self.env = {**os.environ, "SPARK_HOME": str(self.spark_home), "PYSPARK_PYTHON": PYTHON}
 
@@ -415,10 +406,11 @@ class Cluster:
             "--host",
             "127.0.0.1",
             "--port",
-            str(self.port),
+            "0",
             "--webui-port",
-            str(self.master_ui),
+            "0",
         )
+        self._await_master()
         self._start(
             "worker",
             "org.apache.spark.deploy.worker.Worker",
@@ -428,7 +420,7 @@ class Cluster:
             "--memory",
             "2g",
             "--webui-port",
-            str(self.worker_ui),
+            "0",
             "--work-dir",
             str(self.dir / "work"),
         )
@@ -449,6 +441,24 @@ class Cluster:
                     return time.perf_counter() - started
             time.sleep(0.5)
         raise RuntimeError(f"the cluster's worker did not register in 90 s; see {self.dir}/*.log")
+
+    def _await_master(self) -> None:
+        """Read the master's URL and its web UI's port from its log, once it says them."""
+        log_path = self.dir / "master.log"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.processes[0].poll() is not None:
+                raise RuntimeError(f"the master ended; see {log_path}")
+            text = log_path.read_text(errors="replace")
+            url = re.search(r"Starting Spark master at (spark://\S+)", text)
+            ui = re.search(
+                r"MasterWebUI: Bound MasterWebUI to \S+, and started at http://\S+:(\d+)", text
+            )
+            if url and ui:
+                self.url, self.master_ui = url[1], int(ui[1])
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"the master did not say where it listens in 60 s; see {log_path}")
 
     def submit(self, history_dir: Path, output: Path, progress: Path) -> dict[str, Any]:
         progress.unlink(missing_ok=True)

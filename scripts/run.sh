@@ -3,9 +3,11 @@
 # worker and Celery beat (housekeeping: offset expiry, log compaction), then Daphne with the
 # coordinator runtime and the demo groups. Ctrl-C stops every process this script started:
 # the server first (its consumers leave their groups, its state is flushed), then the Celery
-# processes, then Redis. Logs: var/redis.log, var/celery-worker.log, var/celery-beat.log.
-# Settings: HOST, PORT (the site), KAFKA_PORT (Kafka clients' bootstrap port), REDIS_PORT (a Redis already listening there is reused),
-# SECRET_KEY (else the one made once in var/secret-key).
+# processes, then Redis. Logs: $STATE_DIR/redis.log, celery-worker.log, celery-beat.log.
+# Settings: HOST, PORT (the site), KAFKA_PORT (Kafka clients' bootstrap port), REDIS_PORT (a
+# Redis already listening there is reused), STATE_DIR (var: the run's databases, record log,
+# secret key, staff password and logs; another directory and other ports run a second lab
+# beside the first), SECRET_KEY (else the one made once in $STATE_DIR/secret-key).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,8 +15,10 @@ HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
 KAFKA_PORT=${KAFKA_PORT:-9092}
 REDIS_PORT=${REDIS_PORT:-6379}
-PY=.venv/bin/python
-mkdir -p var
+PY=$PWD/.venv/bin/python
+STATE_DIR=$(realpath -m "${STATE_DIR:-var}")
+export STATE_DIR
+mkdir -p "$STATE_DIR"
 
 redis_pid=""
 server_pid=""
@@ -46,25 +50,25 @@ if redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1; then
 else
     # Its own session: Ctrl-C reaches the server, and Redis outlives it until the server is done.
     setsid redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
-        >var/redis.log 2>&1 &
+        >"$STATE_DIR/redis.log" 2>&1 &
     redis_pid=$!
     for _ in $(seq 50); do
         redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
         sleep 0.1
     done
     redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 || {
-        echo "error: redis-server did not start on port $REDIS_PORT (see var/redis.log)" >&2
+        echo "error: redis-server did not start on port $REDIS_PORT (see $STATE_DIR/redis.log)" >&2
         exit 1
     }
 fi
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
 
 # Sessions and CSRF tokens are signed with this installation's own key, made once.
-if [ -z "${SECRET_KEY:-}" ] && [ ! -s var/secret-key ]; then
-    (umask 077 && "$PY" -c 'import secrets; print(secrets.token_urlsafe(50))' >var/secret-key)
-    echo "created a secret key in var/secret-key"
+if [ -z "${SECRET_KEY:-}" ] && [ ! -s "$STATE_DIR/secret-key" ]; then
+    (umask 077 && "$PY" -c 'import secrets; print(secrets.token_urlsafe(50))' >"$STATE_DIR/secret-key")
+    echo "created a secret key in $STATE_DIR/secret-key"
 fi
-export SECRET_KEY_FILE="$PWD/var/secret-key"
+export SECRET_KEY_FILE="$STATE_DIR/secret-key"
 
 "$PY" manage.py migrate --noinput >/dev/null
 "$PY" manage.py staffuser
@@ -72,11 +76,13 @@ export SECRET_KEY_FILE="$PWD/var/secret-key"
 # Housekeeping (docs/operations.md): beat sends the tasks on the schedules kept in the database,
 # the worker runs them against the server's runtime. Their own sessions, like Redis.
 CELERY=("$PY" -m celery -A webapp.housekeeping.celery_app)
-setsid "${CELERY[@]}" worker --loglevel INFO --concurrency 2 >var/celery-worker.log 2>&1 &
+setsid "${CELERY[@]}" worker --loglevel INFO --concurrency 2 >"$STATE_DIR/celery-worker.log" 2>&1 &
 worker_pid=$!
-setsid "${CELERY[@]}" beat --loglevel INFO --pidfile= >var/celery-beat.log 2>&1 &
+setsid "${CELERY[@]}" beat --loglevel INFO --pidfile= >"$STATE_DIR/celery-beat.log" 2>&1 &
 beat_pid=$!
-echo "Celery worker and beat started (logs: var/celery-worker.log, var/celery-beat.log)"
-setsid "$PY" manage.py serve --host "$HOST" --port "$PORT" --kafka-port "$KAFKA_PORT" --demo &
+echo "Celery worker and beat started (logs: $STATE_DIR/celery-worker.log, $STATE_DIR/celery-beat.log)"
+# PORT=0 or KAFKA_PORT=0: the system picks; $STATE_DIR/ports.json says which, once serving.
+setsid "$PY" manage.py serve --host "$HOST" --port "$PORT" --kafka-port "$KAFKA_PORT" \
+    --ports-file "$STATE_DIR/ports.json" --demo &
 server_pid=$!
 wait "$server_pid"

@@ -1,5 +1,5 @@
 """Fixtures for every test directory."""
 
-from tests.live_server import redis_server
+from tests.live_server import closed_port, redis_server
 
-__all__ = ["redis_server"]
+__all__ = ["closed_port", "redis_server"]

@@ -1,7 +1,12 @@
 """A real ``manage.py serve`` for the tests that need one (tests/webapp/management/test_serve.py,
 test_e2e.py, tests/webapp/housekeeping, tests/browser): its own record log, database and output
-under a directory of the test's, the in-memory channel layer unless told otherwise, on a free
-port; and a throwaway redis-server for those that need the real channel layer."""
+under a directory of the test's, the in-memory channel layer unless told otherwise, on ports
+the system picks; and a throwaway redis-server for those that need the real channel layer.
+
+No port is chosen by probing for a free one and hoping it stays free: ``serve`` binds port 0
+and says which ports it got (``--ports-file``), redis-server is started again on another port
+if its own is taken meanwhile, and a port that must refuse connections is held bound, never
+listening, for as long as it is needed (``closed_port``)."""
 
 from __future__ import annotations
 
@@ -43,28 +48,51 @@ def wait_for(check: Callable[[], T | None], timeout_s: float, what: str) -> T:
 
 
 class RedisServer:
-    """A throwaway redis-server on a free port: no snapshots, no append-only file."""
+    """A throwaway redis-server: no snapshots, no append-only file. redis-server cannot listen
+    on a port of the system's choosing and say which, so it is given a free one, and another
+    if something took that one first (it then exits at once)."""
+
+    ATTEMPTS = 5
 
     def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def url(self) -> str:
+        assert self.port, "the redis-server has not started yet"
+        return f"redis://127.0.0.1:{self.port}/0"
+
     def start(self) -> None:
+        """Start it (on the port it had before, if it ran already) and wait until it answers."""
         binary = shutil.which("redis-server")
         assert binary is not None, "redis-server is not installed (make system installs it)"
         # No snapshots, no append-only file: a channel layer and a Celery broker need neither.
         options = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), *options],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
-        try:
-            wait_for(lambda: _pings(client), 10, "redis-server to answer")
-        finally:
-            client.close()
+        for _ in range(1 if self.port else self.ATTEMPTS):
+            port = self.port or free_port()
+            self.process = subprocess.Popen(
+                [binary, "--port", str(port), *options],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            client = redis.Redis(port=port, socket_connect_timeout=1)
+            try:
+                wait_for(
+                    lambda client=client: self._exited() or _pings(client),
+                    10,
+                    "redis-server to answer",
+                )
+            finally:
+                client.close()
+            if self.process.poll() is None:
+                self.port = port
+                return
+        raise AssertionError(f"redis-server did not start on a free port in {self.ATTEMPTS} tries")
+
+    def _exited(self) -> bool:
+        assert self.process is not None
+        return self.process.poll() is not None
 
     def stop(self) -> None:
         if self.process is not None:
@@ -91,9 +119,20 @@ def redis_server() -> Iterator[RedisServer]:
 
 
 def free_port() -> int:
+    """A port free a moment ago. Only for a server that cannot bind port 0 and say which
+    port it got, and that is started again on another if this one is taken meanwhile."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port of 127.0.0.1 where nothing listens, for the whole test: it is held bound and
+    never listening, so a connection to it is refused and no other process can take it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
 
 
 class LiveServer:
@@ -101,10 +140,11 @@ class LiveServer:
     the defaults (the JSON API's writes open: tests set topics up through it)."""
 
     def __init__(self, workdir: Path, **settings: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        #: Its Kafka listener's port (each server its own: 9092 may be taken, or be another's).
-        self.kafka_port = free_port()
+        #: Its site's and its Kafka listener's ports: 0 until the first start, when the system
+        #: picks them; a restart listens on the same ones.
+        self.port = 0
+        self.kafka_port = int(settings.get("KAFKA_PORT", 0))
+        self.ports_file = workdir / "ports.json"
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "webapp.settings",
@@ -115,7 +155,7 @@ class LiveServer:
             "KAFKA_RECORDS_PATH": str(workdir / "records.db"),
             "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",
             "ANALYSIS_DIR": str(workdir / "analysis"),
-            "KAFKA_PORT": str(self.kafka_port),
+            "KAFKA_PORT": "0",
             **settings,
         }
         self.output = workdir / "serve.log"
@@ -127,12 +167,35 @@ class LiveServer:
             [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True, timeout=60
         )
 
+    @property
+    def url(self) -> str:
+        assert self.port, "the server has not started yet: its port is the system's choice"
+        return f"http://127.0.0.1:{self.port}"
+
     def start(self, *options: str) -> None:
         """Start serving (``options`` go to ``serve``) and wait until /healthz says ok."""
-        self.spawn("manage.py", "serve", "--port", str(self.port), "-v", "0", *options)
+        self.ports_file.unlink(missing_ok=True)
+        self.env["KAFKA_PORT"] = str(self.kafka_port)
+        self.spawn(
+            "manage.py",
+            "serve",
+            "--port",
+            str(self.port),
+            "--ports-file",
+            str(self.ports_file),
+            "-v",
+            "0",
+            *options,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
+            assert self.process is not None
             assert self.process.poll() is None, self.output.read_text()
+            if not self.ports_file.exists():
+                time.sleep(0.05)
+                continue
+            ports = json.loads(self.ports_file.read_text())
+            self.port, self.kafka_port = ports["http"], ports["kafka"] or 0
             try:
                 if self.get("/healthz")["status"] == "ok":
                     return

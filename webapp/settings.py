@@ -1,17 +1,19 @@
 """Django settings for Rebalance Lab, read from the environment (healthchecks' ``hc/settings.py``
 style: every knob is an environment variable with a typed helper and a working default).
 
-* ``REBALANCE_LAB_LOG_PATH`` (``var/coordinator.db``): the coordinator's record log (SQLite).
-* ``DATABASE`` (``sqlite:///var/db.sqlite3``): Django's database, ``sqlite:///path`` or
+* ``STATE_DIR`` (``var``): where a run keeps its state (the defaults below, the secret key,
+  the staff password, ``make run``'s logs): two labs on one machine each get their own.
+* ``REBALANCE_LAB_LOG_PATH`` (``STATE_DIR/coordinator.db``): the coordinator's record log (SQLite).
+* ``DATABASE`` (``sqlite:///STATE_DIR/db.sqlite3``): Django's database, ``sqlite:///path`` or
   ``postgres://user:password@host:port/name``.
 * ``CHANNEL_LAYER`` (``redis``): ``redis``, at ``REDIS_URL``
   (``redis://127.0.0.1:6379/0``), or ``memory`` (one process; tests).
 * ``ADVERTISED_HOST`` / ``ADVERTISED_PORT`` (``127.0.0.1`` / ``8000``, or ``serve``'s
   ``--host``/``--port``): the node FindCoordinator answers.
-* ``KAFKA_PORT`` (9092; 0: no Kafka listener) and ``KAFKA_ADVERTISED_HOST``
-  (``ADVERTISED_HOST``): where ``serve`` listens for Kafka's own wire protocol (on ``--host``)
-  and the address Metadata and FindCoordinator give Kafka clients
-  (``webapp.transports.kafka``); ``KAFKA_RECORDS_PATH`` (``var/records.db``) and
+* ``KAFKA_PORT`` (9092; 0: a free port the system picks; ``off``: no Kafka listener) and
+  ``KAFKA_ADVERTISED_HOST`` (``ADVERTISED_HOST``): where ``serve`` listens for Kafka's own
+  wire protocol (on ``--host``) and the address Metadata and FindCoordinator give Kafka
+  clients (``webapp.transports.kafka``); ``KAFKA_RECORDS_PATH`` (``STATE_DIR/records.db``) and
   ``KAFKA_RETENTION_MS`` (7 days): where the batches producers send are kept, and how long.
 * ``COORDINATOR_<FIELD>`` (Kafka's defaults): any int field of ``CoordinatorConfig``, e.g.
   ``COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS=0``; ``COORDINATOR_OWNED_PARTITIONS``: the
@@ -20,9 +22,9 @@ style: every knob is an environment variable with a typed helper and a working d
   report it in ``/healthz`` (``engine_profile``), for benchmarks.
 * ``REBALANCE_LAB_ANONYMOUS_READ`` (on): anonymous visitors may read the dashboard and the
   API; ``REBALANCE_LAB_OPEN_API`` (off): the API's write methods need no staff session.
-* ``SECRET_KEY``, or ``SECRET_KEY_FILE`` (``var/secret-key``) a file holding it: what sessions
+* ``SECRET_KEY``, or ``SECRET_KEY_FILE`` (``STATE_DIR/secret-key``) a file holding it: what sessions
   and CSRF tokens are signed with. There is no default: ``make run`` creates a random one once in
-  ``var/secret-key``; a server without one refuses to start (``webapp.secret_key``).
+  ``STATE_DIR/secret-key``; a server without one refuses to start (``webapp.secret_key``).
 * ``CELERY_BROKER_URL`` (``REDIS_URL``): Celery's broker. ``HOUSEKEEPING_RETRIES`` (5),
   ``HOUSEKEEPING_RETRY_BACKOFF_S`` (2, doubling, at most 60) and
   ``HOUSEKEEPING_CONTROL_TIMEOUT_S`` (30): how long a housekeeping task waits for the runtime's
@@ -32,7 +34,7 @@ style: every knob is an environment variable with a typed helper and a working d
   of the job's memory); ``SPARK_UI`` (on): the report's Spark UI (port 4040 or the next free one);
   ``REPORT_TIMEOUT_S`` (1800); ``REPORT_AFTER_START_S`` (60): beat sends one report this long
   after it starts, so a new installation has one without waiting an hour (0: none);
-  ``ANALYSIS_DIR`` (``var/analysis``): the Parquet history and the reports
+  ``ANALYSIS_DIR`` (``STATE_DIR/analysis``): the Parquet history and the reports
   (``webapp.analysis``).
 * ``DEBUG``, ``ALLOWED_HOSTS`` (``*``), ``LOG_LEVEL`` (``INFO``): as in Django.
 
@@ -93,6 +95,11 @@ def env_path(name: str, default: str) -> Path:
     return path if path.is_absolute() else BASE_DIR / path
 
 
+def state_path(name: str, leaf: str) -> Path:
+    """``env_path(name)``, by default ``leaf`` under ``STATE_DIR``."""
+    return env_path(name, str(STATE_DIR / leaf))
+
+
 def database_from_url(name: str, url: str) -> dict[str, Any]:
     """Django's DATABASES entry for ``sqlite:///path`` or ``postgres://user:pw@host:port/db``."""
     parts = urlsplit(url)
@@ -147,6 +154,19 @@ def coordinator_config_from_env() -> CoordinatorConfig:
         raise ImproperlyConfigured(f"COORDINATOR_* settings: {exc}") from None
 
 
+def kafka_port_from_env() -> int | None:
+    """``KAFKA_PORT``: the Kafka listener's port (0: one the system picks), None for ``off``."""
+    if os.environ.get("KAFKA_PORT", "").strip().lower() == "off":
+        return None
+    port = env_int("KAFKA_PORT", 9092)
+    if not 0 <= port <= 65535:
+        raise ImproperlyConfigured(f"KAFKA_PORT must be a port (0-65535) or off, got {port}")
+    return port
+
+
+#: Where a run keeps its state; every path below defaults to a file in it.
+STATE_DIR = env_path("STATE_DIR", "var")
+
 # ---------------------------------------------------------------- Django
 
 
@@ -156,7 +176,7 @@ def secret_key_from_env() -> str:
     key = os.environ.get("SECRET_KEY", "").strip()
     if key:
         return key
-    path = env_path("SECRET_KEY_FILE", "var/secret-key")
+    path = state_path("SECRET_KEY_FILE", "secret-key")
     try:
         return path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
@@ -239,7 +259,9 @@ ROOT_URLCONF = "webapp.urls"
 ASGI_APPLICATION = "webapp.asgi.application"
 
 DATABASES = {
-    "default": database_from_url("DATABASE", env_str("DATABASE", "sqlite:///var/db.sqlite3"))
+    "default": database_from_url(
+        "DATABASE", env_str("DATABASE", f"sqlite:///{STATE_DIR / 'db.sqlite3'}")
+    )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -277,12 +299,12 @@ else:
 
 # ---------------------------------------------------------------- the coordinator runtime
 
-REBALANCE_LAB_LOG_PATH = env_path("REBALANCE_LAB_LOG_PATH", "var/coordinator.db")
+REBALANCE_LAB_LOG_PATH = state_path("REBALANCE_LAB_LOG_PATH", "coordinator.db")
 ADVERTISED_HOST = env_str("ADVERTISED_HOST", "127.0.0.1")
 ADVERTISED_PORT = env_int("ADVERTISED_PORT", 8000)
-KAFKA_PORT = env_int("KAFKA_PORT", 9092)
+KAFKA_PORT = kafka_port_from_env()
 KAFKA_ADVERTISED_HOST = env_str("KAFKA_ADVERTISED_HOST", "")
-KAFKA_RECORDS_PATH = env_path("KAFKA_RECORDS_PATH", "var/records.db")
+KAFKA_RECORDS_PATH = state_path("KAFKA_RECORDS_PATH", "records.db")
 KAFKA_RETENTION_MS = env_int("KAFKA_RETENTION_MS", 7 * 24 * 3600 * 1000)
 COORDINATOR_CONFIG = coordinator_config_from_env()
 REBALANCE_LAB_PROFILE_ENGINE = env_bool("REBALANCE_LAB_PROFILE_ENGINE", False)
@@ -318,4 +340,4 @@ SPARK_DRIVER_MEMORY = env_str("SPARK_DRIVER_MEMORY", "4g")
 SPARK_UI = env_bool("SPARK_UI", True)
 REPORT_TIMEOUT_S = env_int("REPORT_TIMEOUT_S", 1800)
 REPORT_AFTER_START_S = env_int("REPORT_AFTER_START_S", 60)
-ANALYSIS_DIR = env_path("ANALYSIS_DIR", "var/analysis")
+ANALYSIS_DIR = state_path("ANALYSIS_DIR", "analysis")

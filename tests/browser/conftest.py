@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
-from tests.live_server import ROOT, LiveServer, free_port
+from tests.live_server import ROOT, LiveServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
@@ -37,13 +37,13 @@ VIEWER = ("viewer", "viewer-password-1")
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[LiveServer]:
+def server(tmp_path: Path, closed_port: int) -> Iterator[LiveServer]:
     """The site with two users: staff, and a signed-in user who is not staff."""
     live = LiveServer(
         tmp_path,
         COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS="0",
         # No broker answers here: a task queued from a page is refused, in words.
-        CELERY_BROKER_URL=f"redis://127.0.0.1:{free_port()}/0",
+        CELERY_BROKER_URL=f"redis://127.0.0.1:{closed_port}/0",
     )
     live.manage("migrate", "--noinput", "-v", "0")
     users = (

@@ -10,6 +10,7 @@ docs/dashboard.md), and the server's output has no traceback.
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from tests.live_server import ROOT, LiveServer
+from tests.live_server import ROOT, LiveServer, wait_for
 from webapp.sockets import (
     CLOSE_FOREIGN_ORIGIN,
     CLOSE_LOGIN_REQUIRED,
@@ -123,9 +124,10 @@ def unstartable(tmp_path: Path) -> Iterator[LiveServer]:
     log_dir.mkdir()
     server = LiveServer(tmp_path, REBALANCE_LAB_LOG_PATH=str(log_dir))
     server.manage("migrate", "-v", "0")
-    daphne = ("-m", "daphne", "-b", "127.0.0.1", "-p", str(server.port))
+    daphne = ("-m", "daphne", "-b", "127.0.0.1", "-p", "0")  # the system picks the port
     server.spawn(*daphne, "webapp.asgi:application")
     try:
+        server.port = wait_for(lambda: listening_port(server), 30, "Daphne to listen")
         deadline = time.monotonic() + 30
         while True:
             assert server.process is not None
@@ -142,6 +144,15 @@ def unstartable(tmp_path: Path) -> Iterator[LiveServer]:
         yield server
     finally:
         server.kill()
+
+
+def listening_port(server: LiveServer) -> int | None:
+    """The port Daphne says it listens on, once it says so (it logs the port it was given)."""
+    assert server.process is not None
+    output = server.output.read_text()
+    assert server.process.poll() is None, output
+    found = re.search(r"Listening on TCP address 127\.0\.0\.1:(\d+)", output)
+    return int(found[1]) if found else None
 
 
 def test_the_consumer_protocol_closes_with_4503_while_the_runtime_cannot_serve(

@@ -14,7 +14,6 @@ from django.contrib.auth.models import User
 from django.test import AsyncClient
 
 from coordinator_engine import HandoffGroupView
-from tests.live_server import free_port
 from tests.webapp.helpers import Client, stable_group
 from webapp.models import AdminAction
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
@@ -301,7 +300,7 @@ async def test_the_apis_writes_need_staff_unless_opened(
 
 
 async def test_run_task_names_the_tasks_and_says_when_the_broker_refuses(
-    transactional_db: None, settings: Any
+    transactional_db: None, settings: Any, closed_port: int
 ) -> None:
     """No runtime is needed to queue a housekeeping task; an unknown task or a broker that
     does not answer is refused in words (tests/webapp/housekeeping runs the task for real)."""
@@ -314,7 +313,7 @@ async def test_run_task_names_the_tasks_and_says_when_the_broker_refuses(
     from webapp.housekeeping.celery_app import app
 
     saved = {key: app.conf[key] for key in ("broker_url", "task_publish_retry")}
-    app.conf.update(broker_url=f"redis://127.0.0.1:{free_port()}/0", task_publish_retry=False)
+    app.conf.update(broker_url=f"redis://127.0.0.1:{closed_port}/0", task_publish_retry=False)
     try:
         refused = await act(staff, "run-task", {"task": "compact-log"})
     finally:

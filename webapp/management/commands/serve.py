@@ -8,15 +8,23 @@ answers 503 "starting" while the log replays. SIGINT/SIGTERM stop Daphne, then t
 ``--host:--kafka-port`` once the runtime serves; a port already taken stops the command, saying
 so. With ``CHANNEL_LAYER=redis`` (the default) Redis must answer at
 ``REDIS_URL`` before anything starts.
+
+Port 0 (``--port 0``, ``--kafka-port 0``) lets the system pick a free port; ``--ports-file``
+then tells which: once everything listens, the file holds ``{"http": N, "kafka": M}`` (M null
+with ``--kafka-port off``). Tests and benchmarks start servers this way, so no two of them can
+ever be handed the same port.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 import os
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 # Importing daphne.server installs Twisted's asyncio reactor; it must precede any import of
@@ -49,12 +57,21 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
-        parser.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+        parser.add_argument(
+            "--port", type=int, default=8000, help="TCP port (default 8000; 0: any free port)"
+        )
         parser.add_argument(
             "--kafka-port",
-            type=int,
+            type=parse_kafka_port,
             default=None,
-            help="Kafka protocol port (default $KAFKA_PORT, else 9092; 0: no Kafka listener)",
+            help="Kafka protocol port (default $KAFKA_PORT, else 9092; 0: any free port; "
+            "off: no Kafka listener)",
+        )
+        parser.add_argument(
+            "--ports-file",
+            type=Path,
+            default=None,
+            help='once serving, write {"http": N, "kafka": M} to this file (for port 0)',
         )
         parser.add_argument(
             "--demo",
@@ -70,9 +87,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         host: str = options["host"]
         port: int = options["port"]
-        kafka_port: int = (
-            settings.KAFKA_PORT if options["kafka_port"] is None else options["kafka_port"]
+        # None: no Kafka listener.
+        kafka_port: int | None = (
+            settings.KAFKA_PORT if options["kafka_port"] is None else options["kafka_port"].port
         )
+        ports_file: Path | None = options["ports_file"]
         verbosity: int = options["verbosity"]
         try:
             secret_key.require()
@@ -120,11 +139,16 @@ class Command(BaseCommand):
                 retention_ms=settings.KAFKA_RETENTION_MS,
                 advertised_host=settings.KAFKA_ADVERTISED_HOST or settings.ADVERTISED_HOST,
             )
-            if kafka_port
+            if kafka_port is not None
             else None
         )
 
         async def start() -> None:
+            nonlocal port
+            if port == 0:  # Daphne listened on the port the system picked
+                port = int(server.listening_addresses[0][1])
+                if "ADVERTISED_PORT" not in os.environ:
+                    settings.ADVERTISED_PORT = runtime.advertised_port = port
             try:
                 await runtime.start()
             except Exception as exc:  # the runtime logged it
@@ -136,9 +160,7 @@ class Command(BaseCommand):
                     await kafka.start()
                 except OSError as exc:
                     failed.append(
-                        OSError(
-                            f"the Kafka listener could not listen on {host}:{kafka_port}: {exc}"
-                        )
+                        f"the Kafka listener could not listen on {host}:{kafka_port}: {exc}"
                     )
                     server.stop()
                     return
@@ -146,6 +168,8 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"Kafka listener on {host}:{kafka.port} (bootstrap {kafka.address})"
                 )
+            if ports_file is not None:
+                write_ports(ports_file, http=port, kafka=None if kafka is None else kafka.port)
             freeze_long_lived_objects()
             self.stdout.write(
                 f"Rebalance Lab on http://{host}:{port}/ (websocket /ws/consumer/); "
@@ -183,6 +207,30 @@ class Command(BaseCommand):
             raise CommandError(failed[0])
         if server.abort_start:
             raise CommandError(f"could not listen on {host}:{port}")
+
+
+@dataclass(frozen=True)
+class KafkaPort:
+    """``--kafka-port``'s value: a port (0: any free one), or None for ``off``."""
+
+    port: int | None
+
+
+def parse_kafka_port(value: str) -> KafkaPort:
+    if value.strip().lower() == "off":
+        return KafkaPort(None)
+    port = int(value)
+    if not 0 <= port <= 65535:
+        raise ValueError(value)
+    return KafkaPort(port)
+
+
+def write_ports(path: Path, **ports: int | None) -> None:
+    """Write ``ports`` as JSON to ``path`` at once (a reader never sees half of it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(ports))
+    partial.replace(path)
 
 
 #: The collector's thresholds while serving (CPython's defaults: 700, 10, 10).

@@ -2,9 +2,9 @@
 dashboard, so that a new user of ``make run`` can act on the demo groups.
 
 With no staff user yet, it creates ``--username`` (a superuser, for the Django admin too) with a
-random password, keeps the password in ``var/staff-password`` (readable by its owner only) and
-prints both. With one already, it says who, and where a password it made before is kept. It
-never changes an existing user's password.
+random password, keeps the password in ``STATE_DIR/staff-password`` (readable by its owner
+only) and prints both. With one already, it says who, and where a password it made before is
+kept. It never changes an existing user's password.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-PASSWORD_FILE = Path(settings.BASE_DIR) / "var" / "staff-password"
+PASSWORD_FILE = Path(settings.STATE_DIR) / "staff-password"
 
 
 class Command(BaseCommand):
-    help = "Create a staff user for the dashboard if there is none (password in var/)."
+    help = "Create a staff user for the dashboard if there is none (password in STATE_DIR)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default="admin", help="the user to create (admin)")

@@ -62,13 +62,18 @@ def test_a_librdkafka_consumer_joins_through_serve_and_the_api_shows_it(
     assert server.stop(signal.SIGTERM) == 0
 
 
-def test_serve_stops_naming_a_kafka_port_already_taken(server: LiveServer) -> None:
+def test_serve_stops_naming_a_kafka_port_already_taken(tmp_path: Path) -> None:
     with socket.socket() as taken:
-        taken.bind(("127.0.0.1", server.kafka_port))
+        taken.bind(("127.0.0.1", 0))
         taken.listen()
-        with pytest.raises(AssertionError):
-            server.start()
-        assert server.process is not None
-        assert server.process.wait(timeout=20) == 1
+        port = taken.getsockname()[1]
+        server = LiveServer(tmp_path, KAFKA_PORT=str(port))
+        try:
+            with pytest.raises(AssertionError):
+                server.start()
+            assert server.process is not None
+            assert server.process.wait(timeout=20) == 1
+        finally:
+            server.kill()
     output = server.output.read_text()
-    assert f"the Kafka listener could not listen on 127.0.0.1:{server.kafka_port}" in output
+    assert f"the Kafka listener could not listen on 127.0.0.1:{port}" in output
