@@ -4,7 +4,9 @@ Field names are the snake_case of Kafka's JSON schema fields (JoinGroupRequest.j
 flattened where Kafka nests topics → partitions. Every request checks its fields' types and
 ranges when it is built (`__post_init__`): a value outside its Kafka type (a negative partition,
 a non-bytes metadata, a string longer than Kafka's int16 length prefix allows, an int outside
-int32) raises `TypeError` or `ValueError` naming the field, before it can reach the engine. A
+int32) raises `FieldTypeError` (a `TypeError`) or `FieldError` (a `ValueError`) naming the
+field, before it can reach the engine; both carry the field's name and the problem apart, so
+a decoder that knows where the field sits can name it by its path. A
 request that is well-typed but that Kafka would refuse reaches `GroupCoordinator.handle`, which
 answers Kafka's error code instead of raising.
 """
@@ -22,9 +24,28 @@ INT64_MAX = 2**63 - 1
 MAX_STRING_BYTES = 32767
 
 
-def _fail(owner: str, field: str, expected: str, value: Any) -> TypeError:
-    return TypeError(
-        f"{owner}.{field} must be {expected}, got {type(value).__name__} {value!r:.80}"
+class FieldError(ValueError):
+    """A request field whose value its Kafka type cannot hold: ``field`` names it (within
+    ``owner``, the request or struct class), ``problem`` says what is wrong with it."""
+
+    def __init__(self, owner: str, field: str, problem: str) -> None:
+        super().__init__(f"{owner}.{field} {problem}")
+        self.field = field
+        self.problem = problem
+
+
+class FieldTypeError(TypeError):
+    """A request field of the wrong Python type; ``field`` and ``problem`` as in FieldError."""
+
+    def __init__(self, owner: str, field: str, problem: str) -> None:
+        super().__init__(f"{owner}.{field} {problem}")
+        self.field = field
+        self.problem = problem
+
+
+def _fail(owner: str, field: str, expected: str, value: Any) -> FieldTypeError:
+    return FieldTypeError(
+        owner, field, f"must be {expected}, got {type(value).__name__} {value!r:.80}"
     )
 
 
@@ -56,23 +77,23 @@ def check_str(owner: str, field: str, value: Any, *, nullable: bool = False) -> 
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
-        raise ValueError(f"{owner}.{field} is not valid Unicode text: {exc.reason}") from None
+        raise FieldError(owner, field, f"is not valid Unicode text: {exc.reason}") from None
     if size > MAX_STRING_BYTES:
-        raise ValueError(f"{owner}.{field} is longer than {MAX_STRING_BYTES} bytes of UTF-8")
+        raise FieldError(owner, field, f"is longer than {MAX_STRING_BYTES} bytes of UTF-8")
 
 
 def check_int(owner: str, field: str, value: Any, lo: int = INT32_MIN, hi: int = INT32_MAX) -> None:
     if type(value) is not int:
         raise _fail(owner, field, "an int", value)
     if not lo <= value <= hi:
-        raise ValueError(f"{owner}.{field} must lie in {lo}..{hi}, got {value}")
+        raise FieldError(owner, field, f"must lie in {lo}..{hi}, got {value}")
 
 
 def check_bytes(owner: str, field: str, value: Any) -> None:
     if type(value) is not bytes:
         raise _fail(owner, field, "bytes", value)
     if len(value) > INT32_MAX:
-        raise ValueError(f"{owner}.{field} is longer than an int32 length allows")
+        raise FieldError(owner, field, "is longer than an int32 length allows")
 
 
 def check_bool(owner: str, field: str, value: Any) -> None:

@@ -87,6 +87,12 @@ def test_bytes_are_base64_and_nested_dataclasses_are_objects() -> None:
 
 
 HEARTBEAT = {"group_id": "g", "generation_id": 1, "member_id": "m"}
+HANDOFF_HEARTBEAT = {
+    "group_id": "h",
+    "member_id": "m",
+    "member_epoch": 1,
+    "session_timeout_ms": 10_000,
+}
 
 
 @pytest.mark.parametrize(
@@ -192,14 +198,13 @@ HEARTBEAT = {"group_id": "g", "generation_id": 1, "member_id": "m"}
         (
             frame("Heartbeat", {**HEARTBEAT, "generation_id": 2**31}, 3),
             "invalid_request",
-            "request: HeartbeatRequest.generation_id must lie in -2147483648..2147483647, "
-            "got 2147483648",
+            "request.generation_id: must lie in -2147483648..2147483647, got 2147483648",
             3,
         ),
         (
             frame("Heartbeat", {**HEARTBEAT, "generation_id": 10**30}, 3),
             "invalid_request",
-            "request: HeartbeatRequest.generation_id must lie in -2147483648..2147483647, "
+            "request.generation_id: must lie in -2147483648..2147483647, "
             "got 1000000000000000000000000000000",
             3,
         ),
@@ -232,7 +237,23 @@ HEARTBEAT = {"group_id": "g", "generation_id": 1, "member_id": "m"}
                 3,
             ),
             "invalid_request",
-            "request.offsets[0]: PartitionOffset.partition must lie in 0..2147483647, got -1",
+            "request.offsets[0].partition: must lie in 0..2147483647, got -1",
+            3,
+        ),
+        (
+            frame(
+                "HandoffHeartbeat",
+                {**HANDOFF_HEARTBEAT, "started": [{"topic": "t", "partition": -1}]},
+                3,
+            ),
+            "invalid_request",
+            "request.started[0].partition: must lie in 0..2147483647, got -1",
+            3,
+        ),
+        (
+            frame("HandoffHeartbeat", {**HANDOFF_HEARTBEAT, "member_epoch": 2**31}, 3),
+            "invalid_request",
+            "request.member_epoch: must lie in -2147483648..2147483647, got 2147483648",
             3,
         ),
         (
@@ -261,13 +282,13 @@ HEARTBEAT = {"group_id": "g", "generation_id": 1, "member_id": "m"}
         (
             frame("FindCoordinator", {"key": "g", "key_type": 128}, 3),
             "invalid_request",
-            "request: FindCoordinatorRequest.key_type must lie in -128..127, got 128",
+            "request.key_type: must lie in -128..127, got 128",
             3,
         ),
         (
             frame("Heartbeat", {**HEARTBEAT, "group_id": "x" * 40_000}, 3),
             "invalid_request",
-            "request: HeartbeatRequest.group_id is longer than 32767 bytes of UTF-8",
+            "request.group_id: is longer than 32767 bytes of UTF-8",
             3,
         ),
     ],

@@ -20,7 +20,8 @@ a class is built once from its dataclass fields and type hints (``str``, ``int``
 ``bytes`` as base64, ``X | None``, ``tuple[X, ...]`` as a list, nested dataclasses as objects).
 The decoder checks JSON types, required and unknown fields and base64, naming the field by its
 path (``request.protocols[0].metadata``); the dataclass constructor then checks ranges and
-lengths (Kafka's int32/int64 bounds, 32,767-byte strings) and its message is passed on. A frame
+lengths (Kafka's int32/int64 bounds, 32,767-byte strings), and its complaint is passed on
+under the same path (``request.offsets[0].partition: must lie in 0..2147483647, got -1``). A frame
 that fails raises :class:`FrameError` carrying the error code of the reply
 ``{"id": <id or null>, "error": {"code": ..., "message": ...}}``.
 """
@@ -57,6 +58,7 @@ from coordinator_engine.cluster import (
     MetadataRequest,
     MetadataResponse,
 )
+from coordinator_engine.requests import FieldError, FieldTypeError
 from coordinator_engine.responses import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
@@ -329,6 +331,8 @@ def _dataclass_decoder(cls: type) -> Decoder:
         kwargs = {name: decoders[name](item, f"{path}.{name}") for name, item in value.items()}
         try:
             return cls(**kwargs)
+        except (FieldError, FieldTypeError) as exc:  # the field is named: say its path
+            raise FrameError(INVALID_REQUEST, f"{path}.{exc.field}: {exc.problem}") from None
         except (TypeError, ValueError) as exc:
             raise FrameError(INVALID_REQUEST, f"{path}: {exc}") from None
 
