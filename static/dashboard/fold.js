@@ -34,6 +34,9 @@ export function emptyModel(groupId, seq = 0) {
   return {
     groupId,
     exists: false,
+    // True when the events folded onto this model start at the group's creation (time travel
+    // over a history held from the start): a handoff group then begins in Initial.
+    created: false,
     kind: null, // "classic" (Kafka's protocol) or "handoff" (seed 004); null while unknown
     seq, // the last event reflected here
     atMs: null, // coordinator time of that event

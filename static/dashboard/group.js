@@ -173,6 +173,8 @@ function syncHistory(untilSeq) {
         const earlier = events.filter((e) => e.type !== "OffsetsCommitted").slice(-MAX_ROWS);
         log.seed(earlier.map((e) => ({ seq: e.seq, atMs: e.at_ms, ...describeEvent(e) })));
       }
+      // Fewer than asked for: the API was read from its start, so these are all the group's.
+      if (!after && events.length < HISTORY_CAP) history.fromCreation();
       history.append(events);
       history.append(queued);
       queued = [];

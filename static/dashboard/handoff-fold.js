@@ -17,6 +17,9 @@
 
 import { memberRecord, partitionKey } from "./fold.js";
 
+/** The state and epoch the engine creates a handoff group in (it says no StateChanged for it). */
+export const HANDOFF_INITIAL = "Initial";
+
 /** Why a partition owned by nobody has no owner: it is between its old and new owner. */
 export const RELEASED_HANDOFF = "handoff";
 export const TILE_CLOSING = "closing";
@@ -55,7 +58,8 @@ export function handoffTiles(handoff) {
 
 /** `model` with `handoff` replaced, and what follows from it. */
 function withHandoff(model, handoff, more = {}) {
-  return { ...model, kind: "handoff", ...more, handoff, handoffTiles: handoffTiles(handoff) };
+  const born = model.created && model.state === null ? { state: HANDOFF_INITIAL, generation: 0 } : {};
+  return { ...model, ...born, kind: "handoff", ...more, handoff, handoffTiles: handoffTiles(handoff) };
 }
 
 function changeSets(model, memberId, change) {

@@ -15,7 +15,7 @@ import {
   rebalancesInHour,
   visibleGroups,
 } from "./overview-model.js";
-import { STATES, STATE_HELP, diagramFor } from "./states.js";
+import { DIAGRAMS, diagramFor } from "./states.js";
 
 const SPARK_W = 96;
 const SPARK_H = 22;
@@ -149,12 +149,23 @@ setInterval(() => {
   frame.request();
 }, TICK_MS);
 
-d3.select(".state-legend")
-  .selectAll("li")
-  .data(STATES)
-  .join("li")
-  .call((li) => li.append("span").attr("class", (s) => `state-badge state-${s}`).text((s) => s))
-  .call((li) => li.append("span").text((s) => STATE_HELP[s]));
+// The legend: each group kind's states, since the table shows groups of every kind.
+d3.select(".state-legends")
+  .selectAll("div")
+  .data(Object.values(DIAGRAMS))
+  .join("div")
+  .attr("data-testid", (d) => `state-legend-${d.kind}`)
+  .call((div) => div.append("h3").text((d) => d.title))
+  .call((div) =>
+    div
+      .append("ul")
+      .attr("class", "state-legend")
+      .selectAll("li")
+      .data((d) => d.states.map((state) => ({ state, help: d.help[state] })))
+      .join("li")
+      .call((li) => li.append("span").attr("class", (s) => `state-badge state-${s.state}`).text((s) => s.state))
+      .call((li) => li.append("span").text((s) => s.help)),
+  );
 
 // Staff: a new group, of either kind. A group the overview lists keeps its kind (a Dead one is gone).
 const newGroup = document.querySelector('[data-role="new-group"]');

@@ -89,11 +89,19 @@ export const HANDOFF_NODE_POS = {
   Dead: { x: 110, y: 235 },
 };
 
-/** What the page draws for each group kind. */
+/** What the page draws for each group kind (`title`: the overview legend's heading). */
 export const DIAGRAMS = {
-  classic: { kind: "classic", states: STATES, help: STATE_HELP, transitions: TRANSITIONS, positions: NODE_POS },
+  classic: {
+    kind: "classic",
+    title: "Classic groups (Kafka's JoinGroup / SyncGroup protocol)",
+    states: STATES,
+    help: STATE_HELP,
+    transitions: TRANSITIONS,
+    positions: NODE_POS,
+  },
   handoff: {
     kind: "handoff",
+    title: "Handoff groups (the coordinator plans; a moved partition is closed before it starts elsewhere)",
     states: HANDOFF_STATES,
     help: HANDOFF_STATE_HELP,
     transitions: HANDOFF_TRANSITIONS,

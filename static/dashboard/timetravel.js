@@ -2,7 +2,9 @@
 //
 // Pure module. Events are folded from an empty model (fold.js); since GenerationStarted and
 // AssignmentStored each carry a whole membership / assignment, the model is complete from the
-// first GenerationStarted on (the scrubber starts there). Every `checkpointEvery` events the
+// first GenerationStarted on (the scrubber starts there). A handoff group has no such event:
+// held from its creation (`fromCreation`), it is complete from its first event, which finds it
+// in Initial; held from later on, from its first StateChanged, which names its state. Every `checkpointEvery` events the
 // folded model is kept (models are copy-on-write, so a checkpoint costs nothing), so showing an
 // event folds at most that many events. Past `cap` events the oldest are dropped a whole
 // checkpoint at a time: the first kept checkpoint becomes the base, nothing is refolded.
@@ -67,9 +69,16 @@ export class History {
     return model;
   }
 
-  /** Index of the first GenerationStarted held: from there on the model is whole. */
+  /** Say that the events to come start at the group's creation (call before any append). */
+  fromCreation() {
+    if (this.events.length === 0) this.base = this.end = { ...this.base, created: true };
+  }
+
+  /** Index of the first event from which the model is whole (see the module's comment). */
   firstCompleteIndex() {
-    return Math.max(0, this.firstGeneration);
+    if (this.firstGeneration >= 0) return this.firstGeneration;
+    if (this.base.created) return 0;
+    return Math.max(0, this.events.findIndex((e) => e.type === "StateChanged"));
   }
 
   /** Index of the last event with seq <= `seq` (-1 if none). */

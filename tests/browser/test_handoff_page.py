@@ -156,6 +156,15 @@ def test_a_handoff_is_drawn_closing_then_starting_and_the_switches_hold_the_plan
         expect(tile(page, 2)).to_have_attribute("data-handoff", "closing")
         expect(state).to_have_text("Stable")  # the state changes with the next event
         shots(page, "scrubbed-back-to-the-close")
+        # Its first event: a joined a group the engine created in Initial, at epoch 0.
+        assert events[0]["type"] == "HandoffMemberJoined"
+        page.eval_on_selector(
+            "[data-testid=scrubber]",
+            "el => { el.value = '0'; el.dispatchEvent(new Event('input')); }",
+        )
+        expect(state).to_have_text("Initial", timeout=TIMEOUT_MS)
+        expect(page.locator(".sm-node.is-current")).to_have_attribute("data-state", "Initial")
+        expect(page.get_by_test_id("group-generation")).to_have_text("0")
         page.get_by_test_id("back-to-live").click()
         expect(page.get_by_test_id("time-travel-label")).to_have_text("live")
         expect(tile(page, 2)).to_have_attribute("data-owner", "b", timeout=TIMEOUT_MS)
@@ -201,3 +210,12 @@ def test_a_handoff_is_drawn_closing_then_starting_and_the_switches_hold_the_plan
         expect(row.locator(".state-badge")).to_have_class(re.compile(r"\bstate-Closing\b"))
         page.get_by_test_id("state-filter").select_option("Stable")
         expect(row).to_have_count(0)
+        # The legend explains every state the table may show, each kind's under its own name.
+        for kind, states in (
+            ("classic", ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"]),
+            ("handoff", ["Initial", "Starting", "Closing", "Stable", "Dead"]),
+        ):
+            legend = page.get_by_test_id(f"state-legend-{kind}")
+            badges = legend.locator(".state-badge")
+            assert badges.all_inner_texts() == states
+        expect(page.get_by_test_id("state-legend-handoff")).to_contain_text("No plan yet")

@@ -220,3 +220,30 @@ describe("handoff folding, case by case", () => {
     assert.deepEqual(model.switches, { partition_store: false, discovery: true });
   });
 });
+
+describe("a handoff group's history from its creation", () => {
+  test("scrubbed to its first event the group is in Initial at epoch 0, as the engine made it", () => {
+    const history = new History("g");
+    history.fromCreation();
+    history.append(FIXTURE.events);
+    assert.equal(history.firstCompleteIndex(), 0);
+    const first = history.modelAt(0);
+    assert.equal(FIXTURE.events[0].type, "HandoffMemberJoined");
+    assert.equal(first.state, "Initial");
+    assert.equal(first.generation, 0);
+    // The engine's own views after each call still agree (the first StateChanged leaves Initial).
+    for (const view of FIXTURE.views) {
+      assert.equal(history.modelAt(history.indexOfSeq(view.seq)).state, view.state, `state at ${view.seq}`);
+    }
+  });
+
+  test("held from later on, the scrubber starts at the first StateChanged, never at an unknown state", () => {
+    const later = FIXTURE.events.slice(1); // its first event is not held
+    const history = new History("g");
+    history.append(later);
+    const start = history.firstCompleteIndex();
+    assert.equal(history.events[start].type, "StateChanged");
+    assert.equal(history.modelAt(start).state, history.events[start].to_state);
+    assert.equal(history.modelAt(0).state, null); // before it the state is not known
+  });
+});
