@@ -22,6 +22,24 @@ from webapp.analysis.generate import generate_history
 pytestmark = pytest.mark.slow
 
 
+def assert_tables_fit(page: Page) -> None:
+    """At the page's 1280 px, every table of the report fits its panel: no column (the
+    counts beside long member ids) is cut off behind a scroll."""
+    overflowing = page.evaluate(
+        """() => [...document.querySelectorAll("table")]
+            .filter((t) => t.offsetParent !== null)
+            .filter((t) => t.getBoundingClientRect().right > t.parentElement.getBoundingClientRect().right + 1
+                || t.scrollWidth > t.parentElement.clientWidth + 1)
+            .map((t) => t.dataset.testid)"""
+    )
+    assert overflowing == []
+    who = page.get_by_test_id("top-members")
+    for cell in who.locator("tbody tr:first-child td").all():
+        box, panel = cell.bounding_box(), who.bounding_box()
+        assert box is not None and panel is not None
+        assert box["x"] + box["width"] <= panel["x"] + panel["width"] + 1
+
+
 def test_the_analysis_page_draws_a_spark_report(
     server: LiveServer, page: Page, shots: Callable[[Page, str], Path], tmp_path: Path
 ) -> None:
@@ -79,6 +97,7 @@ def test_the_analysis_page_draws_a_spark_report(
     assert groups.count() == len(summary["groups"])
     expect(page.get_by_test_id("protocols")).to_contain_text("cooperative")
     expect(page.get_by_test_id("report-progress")).to_be_hidden()
+    assert_tables_fit(page)
     shots(page, "all-groups")
 
     busiest = max(summary["groups"], key=lambda g: summary["groups"][g]["rebalances"])
@@ -89,6 +108,7 @@ def test_the_analysis_page_draws_a_spark_report(
     )
     points = page.locator('[data-testid="chart-durations"] .dots circle')
     assert points.count() == len([r for r in timed if r["group_id"] == busiest])
+    assert_tables_fit(page)
     shots(page, "one-group")
 
     server.manage(
