@@ -7,7 +7,7 @@ records and events out. See docs/engine.md for the theory of operation.
 from .config import CoordinatorConfig
 from .coordinator import CleanupResult, GroupCoordinator
 from .errors import Errors, ReplayError
-from .events import GroupEvent, RemovalReason
+from .events import GroupEvent, RebalanceCause, RemovalReason
 from .group import GroupView, MemberView
 from .handoff import HandoffGroupView, HandoffMemberView, HandoffState
 from .hashing import partition_for
@@ -100,6 +100,7 @@ __all__ = [
     "PartitionOffset",
     "PartitionResult",
     "Protocol",
+    "RebalanceCause",
     "RecordLog",
     "RemovalReason",
     "ReplayError",

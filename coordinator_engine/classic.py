@@ -47,6 +47,7 @@ from .errors import (
     error_code_of,
 )
 from .events import (
+    REMOVAL_CAUSES,
     AssignmentStored,
     GenerationStarted,
     GroupRemoved,
@@ -54,6 +55,7 @@ from .events import (
     MemberRemoved,
     PendingMemberAdded,
     PendingMemberRemoved,
+    RebalanceCause,
     RemovalReason,
     StateChanged,
     StaticMemberReplaced,
@@ -171,7 +173,7 @@ class ClassicGroupManager:
             return Errors.GROUP_ID_NOT_FOUND
         if group.state is PreparingRebalance:
             return Errors.REBALANCE_IN_PROGRESS
-        self._prepare_rebalance(group, now_ms, reason)
+        self._prepare_rebalance(group, now_ms, reason, RebalanceCause.ADMIN_ACTION, None)
         return NONE
 
     # ---------------------------------------------------------------- GroupKind hooks
@@ -307,7 +309,13 @@ class ClassicGroupManager:
         return member_id
 
     def _transition(
-        self, group: ClassicGroup, target: GroupState, now_ms: int, reason: str
+        self,
+        group: ClassicGroup,
+        target: GroupState,
+        now_ms: int,
+        reason: str,
+        cause: RebalanceCause | None = None,
+        cause_member_id: str | None = None,
     ) -> None:
         check_transition(group.state, target)
         previous = group.state
@@ -320,6 +328,8 @@ class ClassicGroupManager:
                 from_state=previous.value,
                 to_state=target.value,
                 reason=reason,
+                cause=None if cause is None else cause.value,
+                cause_member_id=cause_member_id,
             )
         )
 
@@ -391,25 +401,44 @@ class ClassicGroupManager:
             self._timers.cancel(member.timer_key)
             self._emit_removed(group, member, RemovalReason.SYNC_TIMEOUT, None, now)
         self._prepare_rebalance(
-            group, now, f"removing {', '.join(late)} on pending sync request expiration"
+            group,
+            now,
+            f"removing {', '.join(late)} on pending sync request expiration",
+            RebalanceCause.POLL_TIMEOUT,
+            late[0],
         )
 
     # ---------------------------------------------------------------- rebalance core
 
-    def _maybe_prepare_rebalance(self, group: ClassicGroup, now: int, reason: str) -> None:
+    def _maybe_prepare_rebalance(
+        self,
+        group: ClassicGroup,
+        now: int,
+        reason: str,
+        cause: RebalanceCause,
+        cause_member_id: str | None,
+    ) -> None:
         if group.state in CAN_REBALANCE:
-            self._prepare_rebalance(group, now, reason)
+            self._prepare_rebalance(group, now, reason, cause, cause_member_id)
 
-    def _prepare_rebalance(self, group: ClassicGroup, now: int, reason: str) -> None:
+    def _prepare_rebalance(
+        self,
+        group: ClassicGroup,
+        now: int,
+        reason: str,
+        cause: RebalanceCause,
+        cause_member_id: str | None,
+    ) -> None:
         """Kafka's `prepareRebalance`: an Empty group waits the initial delay (extended by new
         joiners, capped by the rebalance timeout); otherwise the join phase lasts until every
-        member rejoined or the rebalance timeout."""
+        member rejoined or the rebalance timeout. `reason` says why in words (Kafka's), `cause`
+        and `cause_member_id` as data (`RebalanceCause`)."""
         if group.state is CompletingRebalance:
             self._reset_and_propagate_assignment_error(group, Errors.REBALANCE_IN_PROGRESS, now)
         self._timers.cancel(("sync", group.group_id, group.generation_id))
         was_empty = group.state is Empty
         rebalance_timeout = group.rebalance_timeout_ms()
-        self._transition(group, PreparingRebalance, now, reason)
+        self._transition(group, PreparingRebalance, now, reason, cause, cause_member_id)
         group.join_started_ms = now
         if was_empty:
             delay = self.config.group_initial_rebalance_delay_ms
@@ -627,7 +656,9 @@ class ClassicGroupManager:
         self._timers.cancel(member.timer_key)
         self._emit_removed(group, member, reason, detail, now)
         if group.state in (Stable, CompletingRebalance):
-            self._maybe_prepare_rebalance(group, now, rebalance_reason)
+            self._maybe_prepare_rebalance(
+                group, now, rebalance_reason, REMOVAL_CAUSES[reason], member.member_id
+            )
         elif group.state is PreparingRebalance:
             self._try_complete_join(group, now)
 
@@ -865,6 +896,8 @@ class ClassicGroupManager:
             now,
             f"Adding new member {member_id} with group instance id {req.group_instance_id}"
             f"; client reason: {req.reason or 'not provided'}",
+            RebalanceCause.MEMBER_JOINED,
+            member_id,
         )
         return reply
 
@@ -924,7 +957,11 @@ class ClassicGroupManager:
         reply = self._park_join(group, member)
         self._emit_joined(group, member, req, rejoined=True, now=now)
         self._maybe_prepare_rebalance(
-            group, now, f"{reason}; client reason: {req.reason or 'not provided'}"
+            group,
+            now,
+            f"{reason}; client reason: {req.reason or 'not provided'}",
+            RebalanceCause.METADATA_CHANGE,
+            member.member_id,
         )
         return reply
 
@@ -1026,12 +1063,16 @@ class ClassicGroupManager:
                     now,
                     f"Group's selected protocol will change because static member {new_id}"
                     " joined with other protocols",
+                    RebalanceCause.STATIC_MEMBER_REPLACED,
+                    new_id,
                 )
         elif group.state is CompletingRebalance:
             # The leader may already be assigning to the old id: rebalance so the new id gets
             # an assignment.
             replaced()
-            self._prepare_rebalance(group, now, reason)
+            self._prepare_rebalance(
+                group, now, reason, RebalanceCause.STATIC_MEMBER_REPLACED, new_id
+            )
         else:
             replaced()
         return reply
@@ -1123,6 +1164,8 @@ class ClassicGroupManager:
                     now,
                     "Error when storing group assignment during SyncGroup"
                     f" (member: {req.member_id})",
+                    RebalanceCause.COORDINATOR,
+                    None,
                 )
         return reply
 
@@ -1407,5 +1450,9 @@ class ClassicGroupManager:
                 self._schedule_session(group, member, member.session_timeout_ms, now)
             if len(group.members) > max_size:
                 self._prepare_rebalance(
-                    group, now, f"Freshly-loaded group is over capacity ({max_size})"
+                    group,
+                    now,
+                    f"Freshly-loaded group is over capacity ({max_size})",
+                    RebalanceCause.COORDINATOR,
+                    None,
                 )

@@ -30,6 +30,39 @@ class RemovalReason(enum.Enum):
     GROUP_MAX_SIZE = "group_max_size"  # over group.max.size when rejoining
 
 
+class RebalanceCause(enum.Enum):
+    """Why a rebalance started (or restarted): one closed list for every group kind, said by
+    the engine where it decides to rebalance (`StateChanged.cause`, with the member behind it
+    in `cause_member_id`), so that nothing downstream reads the reason text to find out. The
+    reason text stays, for people. docs/engine.md, "Events", lists where each is said."""
+
+    MEMBER_JOINED = "member_joined"  # a member joined for the first time
+    MEMBER_LEFT = "member_left"  # a member left (LeaveGroup)
+    SESSION_TIMEOUT = "session_timeout"  # a member's session expired (no heartbeat)
+    # A member did not keep up with the rebalance: a new member's join timeout, a member that
+    # did not SyncGroup in time (Kafka's max.poll.interval.ms, as the rebalance timeout)
+    POLL_TIMEOUT = "poll_timeout"
+    STATIC_MEMBER_REPLACED = "static_member_replaced"  # a static member came back, new id
+    ADMIN_ACTION = "admin_action"  # an operator: a triggered rebalance, a removed member
+    METADATA_CHANGE = "metadata_change"  # a member rejoined with other protocols, or as leader
+    PARTITIONS_CHANGED = "partitions_changed"  # a subscribed topic's partition count changed
+    OUTAGE_ENDED = "outage_ended"  # a handoff group's partition store or discovery came back
+    # The coordinator itself: an assignment it could not store, a group loaded over capacity
+    COORDINATOR = "coordinator"
+
+
+#: The cause of a rebalance a member's removal starts, by the reason it was removed for.
+REMOVAL_CAUSES: dict[RemovalReason, RebalanceCause] = {
+    RemovalReason.LEFT: RebalanceCause.MEMBER_LEFT,
+    RemovalReason.SESSION_TIMEOUT: RebalanceCause.SESSION_TIMEOUT,
+    RemovalReason.JOIN_TIMEOUT: RebalanceCause.POLL_TIMEOUT,
+    RemovalReason.REBALANCE_TIMEOUT: RebalanceCause.POLL_TIMEOUT,
+    RemovalReason.SYNC_TIMEOUT: RebalanceCause.POLL_TIMEOUT,
+    RemovalReason.FENCED: RebalanceCause.STATIC_MEMBER_REPLACED,
+    RemovalReason.REMOVED_BY_ADMIN: RebalanceCause.ADMIN_ACTION,
+    RemovalReason.GROUP_MAX_SIZE: RebalanceCause.COORDINATOR,
+}
+
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
@@ -59,10 +92,16 @@ class GroupEvent:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StateChanged(GroupEvent):
+    """The group moved between two states. A move that starts or restarts a rebalance carries
+    its `cause` (a `RebalanceCause` value) and the member behind it, if one is; other moves
+    carry None for both."""
+
     type: ClassVar[str] = "StateChanged"
     from_state: str
     to_state: str
     reason: str
+    cause: str | None = None
+    cause_member_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -320,11 +359,13 @@ def event_from_json(data: dict[str, Any]) -> GroupEvent:
     cls = EVENT_TYPES.get(kind) or HANDOFF_EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ValueError(f"unknown event type {kind!r}")
-    names = {f.name for f in dataclasses.fields(cls)}
+    fields = dataclasses.fields(cls)
+    names = {f.name for f in fields}
     extra = set(data) - names - {"type"}
-    missing = names - set(data)
+    # A field added to a type later has a default: an event stored before it still reads.
+    missing = {f.name for f in fields if f.default is dataclasses.MISSING} - set(data)
     if extra or missing:
         raise ValueError(
             f"{kind}: unexpected fields {sorted(extra)}, missing fields {sorted(missing)}"
         )
-    return cls(**{name: data[name] for name in names})
+    return cls(**{name: data[name] for name in names if name in data})

@@ -48,6 +48,7 @@ from .errors import (
     error_code_of,
 )
 from .events import (
+    REMOVAL_CAUSES,
     GroupEvent,
     GroupRemoved,
     HandoffMemberJoined,
@@ -57,6 +58,8 @@ from .events import (
     HandoffPartitionsStarted,
     HandoffPlanMade,
     MemberRemoved,
+    RebalanceCause,
+    RemovalReason,
     StateChanged,
 )
 from .group import ClassicGroup
@@ -334,11 +337,26 @@ class _Draft:
     """A group's next state, built on copies before its record is written; `events` are
     emitted once the record is durable."""
 
-    __slots__ = ("epoch", "events", "group_id", "members", "state", "state_timestamp")
+    __slots__ = (
+        "cause",
+        "cause_member_id",
+        "epoch",
+        "events",
+        "group_id",
+        "members",
+        "state",
+        "state_timestamp",
+    )
 
-    def __init__(self, group_id: str, group: HandoffGroup | None, now: int) -> None:
+    def __init__(
+        self, group_id: str, group: HandoffGroup | None, now: int, cause: RebalanceCause | None
+    ) -> None:
         self.group_id = group_id
         self.events: list[GroupEvent] = []
+        #: Why a rebalance this change starts would start: the first membership change made
+        #: in it, or what the caller says (a partition count, an outage's end).
+        self.cause = cause
+        self.cause_member_id: str | None = None
         if group is None:
             self.state, self.epoch, self.state_timestamp = Initial, 0, now
             self.members: dict[str, HandoffMember] = {}
@@ -349,6 +367,11 @@ class _Draft:
 
     def value(self) -> HandoffGroupValue:
         return _value_of(self.state, self.epoch, self.state_timestamp, self.members)
+
+    def caused_by(self, cause: RebalanceCause, member_id: str) -> None:
+        """`member_id` changed the group for `cause`, unless an earlier change did already."""
+        if self.cause is None:
+            self.cause, self.cause_member_id = cause, member_id
 
 
 class HandoffGroupManager:
@@ -396,7 +419,13 @@ class HandoffGroupManager:
         self.partition_counts[topic] = num_partitions
         for group in self.handoff_groups():
             if topic in group.subscribed_topics():
-                self._change(group.group_id, group, now, lambda draft: None)
+                self._change(
+                    group.group_id,
+                    group,
+                    now,
+                    lambda draft: None,
+                    RebalanceCause.PARTITIONS_CHANGED,
+                )
 
     def set_available(self, *, store: bool | None, discovery: bool | None, now: int) -> None:
         """Switch the partition store or the discovery on or off; back on, every group is
@@ -408,7 +437,9 @@ class HandoffGroupManager:
             self.discovery_available = discovery
         if self._planning_allowed_globally() and not before:
             for group in self.handoff_groups():
-                self._change(group.group_id, group, now, lambda draft: None)
+                self._change(
+                    group.group_id, group, now, lambda draft: None, RebalanceCause.OUTAGE_ENDED
+                )
 
     # ---------------------------------------------------------------- the heartbeat
 
@@ -461,6 +492,7 @@ class HandoffGroupManager:
                     topics=topics,
                 )
                 draft.members[req.member_id] = member
+                draft.caused_by(RebalanceCause.MEMBER_JOINED, member.member_id)
                 draft.events.append(
                     HandoffMemberJoined(
                         group_id=draft.group_id,
@@ -473,6 +505,8 @@ class HandoffGroupManager:
                     )
                 )
                 return
+            if member.topics != topics:
+                draft.caused_by(RebalanceCause.METADATA_CHANGE, member.member_id)
             member.topics = topics
             member.session_timeout_ms = req.session_timeout_ms
             closed = member.to_close.intersection((p.topic, p.partition) for p in req.closed)
@@ -557,6 +591,7 @@ class HandoffGroupManager:
         draft: _Draft, member_id: str, reason: str, detail: str | None, now: int
     ) -> None:
         del draft.members[member_id]
+        draft.caused_by(REMOVAL_CAUSES[RemovalReason(reason)], member_id)
         if not draft.members:
             draft.state_timestamp = now  # the retention clock of its offsets starts
         draft.events.append(
@@ -579,10 +614,12 @@ class HandoffGroupManager:
         group: HandoffGroup | None,
         now: int,
         mutate: Callable[[_Draft], None],
+        cause: RebalanceCause | None = None,
     ) -> bool:
         """Build the group's next state (`mutate`, then `_settle`), write its record and apply
-        it; False (nothing applied) when the log refused. Writes nothing when nothing changed."""
-        draft = _Draft(group_id, group, now)
+        it; False (nothing applied) when the log refused. Writes nothing when nothing changed.
+        `cause`: why, when no membership change in `mutate` says so."""
+        draft = _Draft(group_id, group, now, cause)
         mutate(draft)
         self._settle(draft, now)
         value = draft.value()
@@ -655,6 +692,12 @@ class HandoffGroupManager:
             state = Stable
         if state is not draft.state:
             reason = check_transition(draft.state, state)
+            # A move into Closing or Starting from rest starts a rebalance; Starting → Closing
+            # restarts it (a new plan before the last one was started).
+            starts = (draft.state in (Initial, Stable) and state in (Closing, Starting)) or (
+                draft.state is Starting and state is Closing
+            )
+            cause = (draft.cause or RebalanceCause.METADATA_CHANGE) if starts else None
             draft.events.append(
                 StateChanged(
                     group_id=draft.group_id,
@@ -662,6 +705,8 @@ class HandoffGroupManager:
                     from_state=draft.state.value,
                     to_state=state.value,
                     reason=reason,
+                    cause=None if cause is None else cause.value,
+                    cause_member_id=draft.cause_member_id if starts else None,
                 )
             )
             draft.state = state

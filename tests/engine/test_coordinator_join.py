@@ -240,6 +240,8 @@ def test_first_join_produces_member_joined_state_changes_and_generation_events()
             to_state="PreparingRebalance",
             reason=f"Adding new member {member_id} with group instance id None"
             "; client reason: starting up",
+            cause="member_joined",
+            cause_member_id=member_id,
         ),
         StateChanged(
             group_id=GROUP,
