@@ -17,11 +17,8 @@ StaticMemberReplaced, AssignmentStored), in ``seq`` order:
   StateChanged to Stable (completed), Empty or Dead; its events run from its start up to the
   next state change after its end (so the GenerationStarted / AssignmentStored emitted right
   after the end move count);
-* the cause: the start's *block* is the run of events with the start's ``at_ms`` since the
-  previous StateChanged / GenerationStarted / AssignmentStored (a start is a StateChanged, so it
-  closes its block); admin reason first, then a StaticMemberReplaced in the block, then the
-  block's first membership event (MemberRemoved by reason; MemberJoined new / rejoined), then
-  the reason text, else ``other``;
+* the cause: the start's ``cause`` as the engine says it, under the report's names
+  (``REPORT_CAUSES``; none: ``other``);
 * before = the last AssignmentStored before the start (empty from Empty; unknown if none), after
   = the rebalance's own last AssignmentStored when completed, empty when it ended Empty or Dead,
   unknown when open; owners compared by ``group_instance_id`` for the member ids the history
@@ -47,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -68,8 +64,6 @@ USED_TYPES = (
     "StaticMemberReplaced",
     "AssignmentStored",
 )
-MEMBERSHIP_TYPES = ("MemberJoined", "MemberRemoved", "StaticMemberReplaced")
-BLOCK_ENDS = ("StateChanged", "GenerationStarted", "AssignmentStored")
 COLUMNS = (
     "group_id",
     "seq",
@@ -81,7 +75,7 @@ COLUMNS = (
     "member_id",
     "old_member_id",
     "group_instance_id",
-    "rejoined",
+    "cause",
     "protocol_name",
     "assignment",
 )
@@ -96,28 +90,12 @@ CAUSES = (
     "metadata_change",
     "other",
 )
-ADMIN_REASON = "an admin requested a rebalance"
-REMOVAL_CAUSES = {
-    "left": "member_left",
-    "session_timeout": "session_timeout",
-    "join_timeout": "poll_timeout",
-    "rebalance_timeout": "poll_timeout",
-    "sync_timeout": "poll_timeout",
-    "removed_by_admin": "admin_action",
-    "fenced": "static_member_replaced",
+#: The engine's causes the report names otherwise (spark_tasks.events.REPORT_CAUSES).
+REPORT_CAUSES = {
+    "partitions_changed": "metadata_change",
+    "outage_ended": "metadata_change",
+    "coordinator": "other",
 }
-#: The engine's wording of a rebalance's reason, first match wins (used only when the start's
-#: block holds no membership event).
-REASON_PATTERNS = (
-    ("static_member_replaced", r"^Group's selected protocol will change because static member "),
-    ("static_member_replaced", r"^Updating metadata for static member \S+ "),
-    ("member_joined", r"^Adding new member \S+ "),
-    ("metadata_change", r"^Updating metadata for member \S+ "),
-    ("metadata_change", r"^Leader \S+ re-joining group"),
-    ("member_left", r"^Removing member \S+ on LeaveGroup"),
-    ("session_timeout", r"^removing member \S+ on heartbeat expiration"),
-    ("poll_timeout", r"^removing [^,\s]+.* on pending sync request expiration"),
-)
 COOPERATIVE = ("cooperative-sticky",)
 
 
@@ -154,14 +132,6 @@ def _history_dataset(history_dir: str | Path) -> ds.Dataset:
         exclude_invalid_files=False,
         ignore_prefixes=[".", "_"],
     )
-
-
-def _text_cause(reason: str | None) -> str:
-    if reason is not None:
-        for cause, pattern in REASON_PATTERNS:
-            if re.search(pattern, reason):
-                return cause
-    return "other"
 
 
 def pandas_report(
@@ -211,17 +181,6 @@ def pandas_report(
     emptied = changed & ev["to_state"].isin(["Empty", "Dead"])
     ev["next_emptied_row"] = ev["row"].where(emptied).groupby(g).bfill()
 
-    # Blocks: a new one where at_ms changes or after a block end.
-    previous_at = ev["at_ms"].groupby(g).shift(1)
-    previous_type = kind.groupby(g).shift(1)
-    new_block = previous_at.isna() | (previous_at != ev["at_ms"]) | previous_type.isin(BLOCK_ENDS)
-    ev["block"] = new_block.cumsum()
-    membership = ev[kind.isin(MEMBERSHIP_TYPES)]
-    # The block's first membership event (drop_duplicates, not groupby().first(), which would
-    # take each column's first non-null value).
-    trigger = membership.drop_duplicates("block").set_index("block")[["type", "reason", "rejoined"]]
-    static_blocks = set(ev.loc[kind == "StaticMemberReplaced", "block"])
-
     # Ends: the first move to Stable/Empty/Dead after the start.
     terminal = (
         changed & ev["to_state"].isin(["Stable", "Empty", "Dead"]) & ev["rebalance_id"].notna()
@@ -251,7 +210,7 @@ def pandas_report(
             "at_ms",
             "from_state",
             "reason",
-            "block",
+            "cause",
             "end_ms",
             "end_state",
             "prev_generation_row",
@@ -278,30 +237,8 @@ def pandas_report(
         protocol.isna(), None, np.where(protocol.isin(COOPERATIVE), "cooperative", "eager")
     )
 
-    # Causes, by the first rule that applies (np.select keeps the order).
-    first = trigger.reindex(rb["block"].to_numpy())
-    first_type = first["type"].to_numpy()
-    rejoined = first["rejoined"].map(lambda value: value is True or value == True)  # noqa: E712
-    by_text = rb.loc[
-        ~rb["block"].isin(trigger.index) & ~rb["block"].isin(static_blocks), "reason"
-    ].map(_text_cause)
-    rb["cause"] = np.select(
-        [
-            rb["reason"].fillna("").str.startswith(ADMIN_REASON).to_numpy(),
-            rb["block"].isin(static_blocks).to_numpy(),
-            first_type == "MemberRemoved",
-            (first_type == "MemberJoined") & rejoined.to_numpy(dtype=bool),
-            first_type == "MemberJoined",
-        ],
-        [
-            "admin_action",
-            "static_member_replaced",
-            first["reason"].map(REMOVAL_CAUSES).fillna("other").to_numpy(),
-            "metadata_change",
-            "member_joined",
-        ],
-        default=by_text.reindex(rb.index).fillna("other").to_numpy(),
-    )
+    # Causes: the engine's, under the report's names.
+    rb["cause"] = rb["cause"].map(lambda c: REPORT_CAUSES.get(c, c) if c else "other")
 
     # Assignments before and after: known or not, and their rows.
     def has_assignment(rows: pd.Series) -> np.ndarray:
@@ -465,20 +402,9 @@ def _sql_list(values: tuple[str, ...]) -> str:
 
 
 def _duckdb_sql(storm_count: int, storm_window_ms: int) -> list[str]:
-    removal = " ".join(
-        f"WHEN '{reason}' THEN '{cause}'" for reason, cause in REMOVAL_CAUSES.items()
-    )
-    text_cause = (
-        "CASE "
-        + " ".join(
-            f"WHEN regexp_matches(s.reason, '{pattern.replace(chr(39), chr(39) * 2)}') "
-            f"THEN '{cause}'"
-            for cause, pattern in REASON_PATTERNS
-        )
-        + " ELSE 'other' END"
-    )
+    renamed = " ".join(f"WHEN '{cause}' THEN '{name}'" for cause, name in REPORT_CAUSES.items())
     return [
-        # The events in group order, with their rebalance, state and block.
+        # The events in group order, with their rebalance and state.
         f"""
         CREATE TEMP TABLE ev AS
         SELECT *,
@@ -490,19 +416,14 @@ def _duckdb_sql(storm_count: int, storm_window_ms: int) -> list[str]:
             last_value(CASE WHEN type = 'AssignmentStored' THEN seq END IGNORE NULLS)
                 OVER so_far AS prev_assignment_seq,
             first_value(CASE WHEN type = 'StateChanged' AND to_state IN ('Empty', 'Dead')
-                THEN seq END IGNORE NULLS) OVER later AS next_emptied_seq,
-            sum(CASE WHEN lag_at IS NULL OR lag_at <> at_ms
-                OR lag_type IN ({_sql_list(BLOCK_ENDS)}) THEN 1 ELSE 0 END) OVER so_far AS block
+                THEN seq END IGNORE NULLS) OVER later AS next_emptied_seq
         FROM (
-            SELECT group_id, seq, at_ms, type, from_state, to_state, reason, member_id,
-                old_member_id, group_instance_id, rejoined, protocol_name, assignment,
+            SELECT group_id, seq, at_ms, type, from_state, to_state, reason, cause, member_id,
+                old_member_id, group_instance_id, protocol_name, assignment,
                 coalesce(type = 'StateChanged' AND to_state = 'PreparingRebalance'
-                    AND from_state IN ('Stable', 'Empty'), false) AS is_start,
-                lag(at_ms) OVER w AS lag_at,
-                lag(type) OVER w AS lag_type
+                    AND from_state IN ('Stable', 'Empty'), false) AS is_start
             FROM history
             WHERE type IN ({_sql_list(USED_TYPES)})
-            WINDOW w AS (PARTITION BY group_id ORDER BY seq)
         )
         WINDOW so_far AS (PARTITION BY group_id ORDER BY seq
                           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
@@ -517,15 +438,6 @@ def _duckdb_sql(storm_count: int, storm_window_ms: int) -> list[str]:
         WHERE type = 'StateChanged' AND to_state IN ('Stable', 'Empty', 'Dead')
             AND rebalance_id IS NOT NULL
         GROUP BY rebalance_id
-        """,
-        f"""
-        CREATE TEMP TABLE blocks AS
-        SELECT group_id, block,
-            arg_min(type, seq) FILTER (WHERE type IN ({_sql_list(MEMBERSHIP_TYPES)}))
-                AS trigger_type,
-            min(seq) FILTER (WHERE type IN ({_sql_list(MEMBERSHIP_TYPES)})) AS trigger_seq,
-            bool_or(type = 'StaticMemberReplaced') AS static_replaced
-        FROM ev GROUP BY group_id, block
         """,
         """
         CREATE TEMP TABLE inside AS
@@ -544,15 +456,7 @@ def _duckdb_sql(storm_count: int, storm_window_ms: int) -> list[str]:
             e.end_ms, e.end_state,
             coalesce(e.end_state = 'Stable', false) AS completed,
             CASE WHEN e.end_state = 'Stable' THEN e.end_ms - s.at_ms END AS duration_ms,
-            CASE
-                WHEN starts_with(s.reason, '{ADMIN_REASON}') THEN 'admin_action'
-                WHEN coalesce(b.static_replaced, false) THEN 'static_member_replaced'
-                WHEN b.trigger_type = 'MemberRemoved'
-                    THEN coalesce(CASE t.reason {removal} END, 'other')
-                WHEN b.trigger_type = 'MemberJoined' THEN
-                    CASE WHEN t.rejoined THEN 'metadata_change' ELSE 'member_joined' END
-                ELSE {text_cause}
-            END AS cause,
+            coalesce(CASE s.cause {renamed} END, s.cause, 'other') AS cause,
             CASE
                 WHEN coalesce(lg.protocol_name, pg.protocol_name) IS NULL THEN NULL
                 WHEN coalesce(lg.protocol_name, pg.protocol_name) IN ({_sql_list(COOPERATIVE)})
@@ -570,8 +474,6 @@ def _duckdb_sql(storm_count: int, storm_window_ms: int) -> list[str]:
             ne.seq AS next_emptied_seq, ne.at_ms AS next_emptied_ms
         FROM ev s
         LEFT JOIN ends e ON e.rebalance_id = s.seq
-        LEFT JOIN blocks b ON b.group_id = s.group_id AND b.block = s.block
-        LEFT JOIN ev t ON t.seq = b.trigger_seq
         LEFT JOIN inside i ON i.rebalance_id = s.seq
         LEFT JOIN ev lg ON lg.seq = i.last_generation_seq
         LEFT JOIN ev pg ON pg.seq = s.prev_generation_seq

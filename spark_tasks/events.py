@@ -1,34 +1,38 @@
 """What the report's modules read of the history's events alike: an event's type, one group's
 events in ``seq`` order (the window every per-event column is computed over), the rows of the
-assignments, and the rebalance cause a member's removal stands for."""
+assignments, and the report's name of each rebalance cause the engine says."""
 
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
-from coordinator_engine.events import RemovalReason
+from coordinator_engine.events import RebalanceCause
 
 __all__ = [
-    "REMOVAL_CAUSES",
+    "REPORT_CAUSES",
     "assignments_of",
     "before",
     "in_group",
     "is_type",
     "last_where",
+    "report_cause",
     "so_far",
 ]
 
-#: A ``MemberRemoved`` reason → the cause of the rebalance it starts.
-REMOVAL_CAUSES = {
-    RemovalReason.LEFT.value: "member_left",
-    RemovalReason.SESSION_TIMEOUT.value: "session_timeout",
-    RemovalReason.JOIN_TIMEOUT.value: "poll_timeout",
-    RemovalReason.REBALANCE_TIMEOUT.value: "poll_timeout",
-    RemovalReason.SYNC_TIMEOUT.value: "poll_timeout",
-    RemovalReason.REMOVED_BY_ADMIN.value: "admin_action",
-    RemovalReason.FENCED.value: "static_member_replaced",
+#: The engine's rebalance causes (``RebalanceCause`` values) the report names otherwise, so
+#: that its causes stay the ones it has always counted; every other cause keeps its name.
+REPORT_CAUSES = {
+    RebalanceCause.PARTITIONS_CHANGED.value: "metadata_change",
+    RebalanceCause.OUTAGE_ENDED.value: "metadata_change",
+    RebalanceCause.COORDINATOR.value: "other",
 }
+
+
+def report_cause(cause: Column) -> Column:
+    """The report's name of an engine ``RebalanceCause`` value (``other`` for none)."""
+    names = F.create_map(*[F.lit(text) for pair in REPORT_CAUSES.items() for text in pair])
+    return F.coalesce(names[cause], cause, F.lit("other"))
 
 
 def is_type(kind: str) -> Column:

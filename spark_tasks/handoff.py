@@ -23,9 +23,9 @@ three ways to rebalance (eager, cooperative, handoff) are compared on the same f
   ``StateChanged`` last (membership, plan, closes, grants, then the state). An event belongs to
   the rebalance that a start in its own call opens, else to the rebalance open when it
   happened (started and not ended before it), else to none.
-- **Cause**: the membership event of the start's call (``HandoffMemberJoined`` →
-  ``member_joined``, a ``MemberRemoved`` by its reason as for classic groups); a start without
-  one is a ``metadata_change`` (a topic's partition count changed, or a switch came back on).
+- **Cause**: the start's own ``cause`` and ``cause_member_id``, as the engine says them, under
+  the report's names as for classic groups (``rebalance_report.report_cause``: a topic's
+  partition count changed, or a switch came back on, is a ``metadata_change``).
 - **Partitions**: its before assignment is the last plan before its start, its after
   assignment its last plan (known when it completed); moved, kept and stickiness compare
   their owners as for classic groups (``partition_moves``). ``members_before`` /
@@ -44,7 +44,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .events import REMOVAL_CAUSES, before, in_group, is_type, last_where, so_far
+from .events import before, in_group, is_type, last_where, report_cause, so_far
 
 __all__ = [
     "HANDOFF_PROTOCOL",
@@ -98,6 +98,8 @@ def handoff_events(history: DataFrame) -> DataFrame:
         "from_state",
         "to_state",
         "reason",
+        "cause",
+        "cause_member_id",
         "member_id",
         "generation_id",
         "assignment",
@@ -169,26 +171,17 @@ def handoff_rebalances(events: DataFrame) -> DataFrame:
         "to_state",
         (F.lead("at_ms").over(in_group()) - F.col("at_ms")).alias("_lasted_ms"),
     )
-    membership = is_type("HandoffMemberJoined") | is_type("MemberRemoved")
-    cause = (
-        F.when(is_type("HandoffMemberJoined"), F.lit("member_joined"))
-        .otherwise(
-            F.coalesce(
-                F.create_map(*[F.lit(x) for pair in REMOVAL_CAUSES.items() for x in pair])[
-                    F.col("reason")
-                ],
-                F.lit("other"),
-            )
-        )
-        .alias("cause")
-    )
+    cause = report_cause(F.col("cause"))
     with_states = inside.join(states, ["group_id", "seq", "to_state"], "left")
     grouped = with_states.groupBy("group_id", "rebalance_id").agg(
         F.first(
-            F.when(_is_start(), F.struct("at_ms", "from_state", "reason")), ignorenulls=True
+            F.when(
+                _is_start(),
+                F.struct("at_ms", "from_state", "reason", cause.alias("cause"), "cause_member_id"),
+            ),
+            ignorenulls=True,
         ).alias("start"),
         F.min(F.when(_is_end(), F.struct("seq", "at_ms", "to_state"))).alias("end"),
-        F.min(F.when(membership, F.struct("seq", "at_ms", cause, "member_id"))).alias("_member"),
         F.sum(F.when(F.col("to_state") == CLOSING, F.col("_lasted_ms"))).alias("join_ms"),
         F.sum(F.when(F.col("to_state") == STARTING, F.col("_lasted_ms"))).alias("sync_ms"),
         F.sum(
@@ -199,15 +192,14 @@ def handoff_rebalances(events: DataFrame) -> DataFrame:
         F.max(F.when(is_type("HandoffPlanMade"), F.col("seq"))).alias("_last_plan"),
     )
     completed = F.coalesce(F.col("end.to_state") == STABLE, F.lit(False))
-    started_by = F.col("_member.at_ms") == F.col("start.at_ms")
     rebalances = grouped.where(F.col("start").isNotNull()).select(
         "group_id",
         "rebalance_id",
         F.col("start.at_ms").alias("start_ms"),
         F.col("start.from_state").alias("from_state"),
         F.col("start.reason").alias("reason"),
-        F.when(started_by, F.col("_member.cause")).otherwise("metadata_change").alias("cause"),
-        F.when(started_by, F.col("_member.member_id")).alias("cause_member_id"),
+        F.col("start.cause").alias("cause"),
+        F.col("start.cause_member_id").alias("cause_member_id"),
         F.col("end.at_ms").alias("end_ms"),
         F.col("end.to_state").alias("end_state"),
         completed.alias("completed"),

@@ -20,26 +20,12 @@ Phases. Each state change is timed until the group's next state change; ``join_m
 time spent in PreparingRebalance, ``sync_ms`` the time in CompletingRebalance, so for a
 completed rebalance ``join_ms + sync_ms == duration_ms == end_ms - start_ms``.
 
-Cause. One engine call emits its events together, under one ``at_ms``; the events that caused a
-start are the membership events (``MemberJoined``, ``MemberRemoved``, ``StaticMemberReplaced``)
-just before it in the same *block*: the run of the group's events with the same ``at_ms`` since
-the last ``StateChanged``, ``GenerationStarted`` or ``AssignmentStored``. In order:
-
-1. the start's reason is the engine's admin reason (``trigger_rebalance``) → ``admin_action``;
-2. the block holds a ``StaticMemberReplaced`` → ``static_member_replaced``;
-3. the block's first membership event is a ``MemberRemoved``: by its reason, ``left`` →
-   ``member_left``, ``session_timeout`` → ``session_timeout``, ``join_timeout`` /
-   ``rebalance_timeout`` / ``sync_timeout`` → ``poll_timeout``, ``removed_by_admin`` →
-   ``admin_action``, ``fenced`` → ``static_member_replaced``, else ``other``;
-4. it is a ``MemberJoined``: a new member → ``member_joined``, a known one rejoining with other
-   protocols or metadata, or the leader rejoining → ``metadata_change``;
-5. no membership event (the history starts mid-call): the reason text, matched against the
-   engine's own wording (``REASON_PATTERNS``);
-6. else ``other``.
-
-The cause's member is that event's ``member_id`` (a static replacement: the new member id; a
-sync expiry removing several members: the first, as the reason text lists them), or the id the
-reason text names.
+Cause. The engine says why a rebalance started as data: the start's ``cause`` (one of
+``coordinator_engine.RebalanceCause``) and ``cause_member_id``, set where it decided to
+rebalance (docs/engine.md, "Events"). The report keeps its own names (``CAUSES``, the keys of
+``summary.json``'s ``causes``): the engine's ``partitions_changed`` and ``outage_ended`` are
+counted as ``metadata_change``, its ``coordinator`` (and a start without a cause) as ``other``
+(``REPORT_CAUSES``). Nothing is read from the reason text.
 
 Partitions. A rebalance's *before* assignment is the last ``AssignmentStored`` before its start
 (empty when it starts from Empty: nobody owned anything); its *after* assignment is its own
@@ -110,12 +96,11 @@ from coordinator_engine.state import GroupState
 
 from .duplicates import classic_holdings, duplicate_windows, forced_removals
 from .events import (
-    REMOVAL_CAUSES,
     assignments_of,
     before,
-    in_group,
     is_type,
     last_where,
+    report_cause,
     so_far,
 )
 from .handoff import (
@@ -184,25 +169,6 @@ CAUSES = (
     "other",
 )
 
-#: GroupCoordinator.trigger_rebalance's default reason.
-ADMIN_REASON = "an admin requested a rebalance"
-
-#: The engine's rebalance reasons (coordinator_engine.classic, the callers of
-#: _prepare_rebalance), first match wins; group 1 is the member.
-REASON_PATTERNS = (
-    (
-        "static_member_replaced",
-        r"^Group's selected protocol will change because static member (\S+)",
-    ),
-    ("static_member_replaced", r"^Updating metadata for static member (\S+) "),
-    ("member_joined", r"^Adding new member (\S+) "),
-    ("metadata_change", r"^Updating metadata for member (\S+) "),
-    ("metadata_change", r"^Leader (\S+) re-joining group"),
-    ("member_left", r"^Removing member (\S+) on LeaveGroup"),
-    ("session_timeout", r"^removing member (\S+) on heartbeat expiration"),
-    ("poll_timeout", r"^removing ([^,\s]+).* on pending sync request expiration"),
-)
-
 #: Output tables, in the order they are written.
 TABLES = (
     "rebalances",
@@ -223,9 +189,6 @@ _USED_TYPES = (
     "StaticMemberReplaced",
     "AssignmentStored",
 )
-_MEMBERSHIP_TYPES = ("MemberJoined", "MemberRemoved", "StaticMemberReplaced")
-# A block of one engine call ends after these (the next event is another call, or a later one).
-_BLOCK_ENDS = ("StateChanged", "GenerationStarted", "AssignmentStored")
 
 
 # -- windows over one group's events ---------------------------------------------------------
@@ -246,8 +209,9 @@ def _is_start() -> Column:
 def rebalance_events(history: DataFrame) -> DataFrame:
     """The history's events a rebalance is made of, with the columns the report reads. The
     assignments stay behind (``assignments_of`` reads them): carried through the event pass,
-    they would be most of its bytes. So do the reasons no rule reads (every state change and
-    join has one, a sentence): only a start's and a removal's are kept."""
+    they would be most of its bytes. So do the reasons (every state change and join has one,
+    a sentence): only a start's is kept, for the rebalances table; its cause is data."""
+    start = _is_start()
     return history.where(F.col("type").isin(*_USED_TYPES)).select(
         "group_id",
         "seq",
@@ -255,11 +219,12 @@ def rebalance_events(history: DataFrame) -> DataFrame:
         "type",
         "from_state",
         "to_state",
-        F.when(_is_start() | is_type("MemberRemoved"), F.col("reason")).alias("reason"),
+        F.when(start, F.col("reason")).alias("reason"),
+        F.when(start, F.col("cause")).alias("cause"),
+        F.when(start, F.col("cause_member_id")).alias("cause_member_id"),
         "member_id",
         "old_member_id",
         "group_instance_id",
-        "rejoined",
         "generation_id",
         "protocol_name",
         "leader_id",
@@ -278,17 +243,9 @@ def with_event_context(events: DataFrame) -> DataFrame:
     (seq, generation_id, protocol_name, members) and ``previous_assignment_seq`` before it;
     ``in_rebalance``: the event belongs to a rebalance (its start through its end, with the
     events emitted right after the end move: the group's state is still the one the end move
-    entered). Columns starting with ``_`` are for ``with_causes``."""
+    entered)."""
     changed = is_type("StateChanged")
     start = _is_start()
-    membership = F.col("type").isin(*_MEMBERSHIP_TYPES)
-    previous = F.lag(F.struct("at_ms", "type")).over(in_group())
-    # One engine call's events share their at_ms; a block ends after _BLOCK_ENDS.
-    new_block = (
-        previous.isNull()
-        | (previous["at_ms"] != F.col("at_ms"))
-        | previous["type"].isin(*_BLOCK_ENDS)
-    )
     generation = F.struct("seq", "generation_id", "protocol_name", "members")
     last_change = last_where(changed, F.struct("seq", "to_state", "from_state"), so_far())
     rebalancing = (PREPARING, COMPLETING)
@@ -309,11 +266,6 @@ def with_event_context(events: DataFrame) -> DataFrame:
                 "previous_assignment_seq": last_where(
                     is_type("AssignmentStored"), F.col("seq"), before()
                 ),
-                "_new_block": new_block,
-                "_membership_before": last_where(membership, F.col("seq"), before()),
-                "_replaced_before": last_where(
-                    is_type("StaticMemberReplaced"), F.col("seq"), before()
-                ),
             }
         )
         .withColumns(
@@ -321,80 +273,21 @@ def with_event_context(events: DataFrame) -> DataFrame:
                 "state_seq": F.col("_last_change.seq"),
                 "state": F.col("_last_change.to_state"),
                 "state_from": F.col("_last_change.from_state"),
-                "_block_start": last_where(F.col("_new_block"), F.col("seq"), so_far()),
             }
         )
         .withColumn("in_rebalance", F.coalesce(in_rebalance, F.lit(False)))
-        .withColumn(
-            # The first membership event of its block.
-            "_opens_block",
-            membership
-            & F.coalesce(F.col("_membership_before") < F.col("_block_start"), F.lit(True)),
-        )
-        .drop("_last_change", "_new_block", "_membership_before")
+        .drop("_last_change")
     )
-
-
-def _text_cause(reason: Column) -> tuple[Column, Column]:
-    """(cause, member) read from a start's reason text by the first pattern that matches; null
-    when none does."""
-    cause = F.coalesce(
-        *[F.when(reason.rlike(pattern), F.lit(name)) for name, pattern in REASON_PATTERNS]
-    )
-    member = F.coalesce(
-        *[
-            F.when(reason.rlike(pattern), F.regexp_extract(reason, pattern, 1))
-            for _, pattern in REASON_PATTERNS
-        ]
-    )
-    return cause, member
 
 
 def with_causes(events: DataFrame) -> DataFrame:
-    """``cause`` and ``cause_member_id`` on each start (null elsewhere), by the rule in the
-    module docstring: the membership events of the start's block, then its reason text."""
-    trigger = F.col("_trigger")
-    removal_causes = F.create_map(
-        *[F.lit(text) for pair in REMOVAL_CAUSES.items() for text in pair]
-    )
-    text_cause, text_member = _text_cause(F.col("reason"))
-    by_events = (
-        F.when(F.col("_static_replaced"), F.lit("static_member_replaced"))
-        .when(
-            trigger["type"] == "MemberRemoved",
-            F.coalesce(removal_causes[trigger["reason"]], F.lit("other")),
-        )
-        .when(
-            trigger["type"] == "MemberJoined",
-            F.when(trigger["rejoined"], F.lit("metadata_change")).otherwise(F.lit("member_joined")),
-        )
-    )
-    cause = (
-        F.when(~F.col("is_start"), F.lit(None).cast("string"))
-        .when(F.col("reason").startswith(ADMIN_REASON), F.lit("admin_action"))
-        .otherwise(F.coalesce(by_events, text_cause, F.lit("other")))
-    )
-    member = (
-        F.when(~F.col("is_start") | F.col("reason").startswith(ADMIN_REASON), F.lit(None))
-        .when(by_events.isNotNull(), trigger["member_id"])
-        .otherwise(F.nullif(text_member, F.lit("")))
-    )
-    # The block's first membership event before this one, if any.
-    opener = last_where(
-        F.col("_opens_block"), F.struct("seq", "type", "member_id", "reason", "rejoined"), before()
-    )
-    in_block = F.col("_block_start")
-    return (
-        events.withColumn("_opener", opener)
-        .withColumns(
-            {
-                "_trigger": F.when(F.col("_opener.seq") >= in_block, F.col("_opener")),
-                "_static_replaced": F.coalesce(F.col("_replaced_before") >= in_block, F.lit(False)),
-            }
-        )
-        .withColumns({"cause": cause, "cause_member_id": member.cast("string")})
-        .drop("_opener", "_trigger", "_static_replaced", "_replaced_before", "_block_start")
-        .drop("_opens_block")
+    """``cause`` (the report's name of the engine's) and ``cause_member_id`` on each start,
+    null elsewhere."""
+    return events.withColumns(
+        {
+            "cause": F.when(F.col("is_start"), report_cause(F.col("cause"))),
+            "cause_member_id": F.when(F.col("is_start"), F.col("cause_member_id")),
+        }
     )
 
 
@@ -992,7 +885,7 @@ def report_tables(
     )
     events = materialize(
         "events",
-        history.transform(prepared_events).where(later).drop("rejoined", "state_seq", "state_from"),
+        history.transform(prepared_events).where(later).drop("state_seq", "state_from"),
     )
     member_instances = materialize("member instances", events.transform(member_instances_of))
     rebalances = materialize("classic rebalances", events.transform(rebalances_of))

@@ -96,8 +96,13 @@ function countPartitions(partitions) {
 export function describeEvent(e, { revoked = 0 } = {}) {
   const who = shortId(e.member_id);
   switch (e.type) {
-    case "StateChanged":
-      return { kind: "state", text: `${e.from_state} → ${e.to_state}: ${e.reason}` };
+    case "StateChanged": {
+      // A move that starts a rebalance says why as data (RebalanceCause): shown before the
+      // engine's own sentence.
+      const member = e.cause_member_id ? `, member ${e.cause_member_id}` : "";
+      const cause = e.cause ? ` (cause: ${e.cause.replaceAll("_", " ")}${member})` : "";
+      return { kind: "state", text: `${e.from_state} → ${e.to_state}${cause}: ${e.reason}` };
+    }
     case "GenerationStarted":
       if (!e.member_ids.length) {
         return { kind: "generation", text: `generation ${e.generation_id} started with no members: the group is empty` };

@@ -28,8 +28,12 @@ def assert_tables_fit(page: Page) -> None:
     overflowing = page.evaluate(
         """() => [...document.querySelectorAll("table")]
             .filter((t) => t.offsetParent !== null)
-            .filter((t) => t.getBoundingClientRect().right > t.parentElement.getBoundingClientRect().right + 1
-                || t.scrollWidth > t.parentElement.clientWidth + 1)
+            .filter((t) => {
+                const wrap = t.parentElement;
+                const right = wrap.getBoundingClientRect().right;
+                return t.getBoundingClientRect().right > right + 1
+                    || t.scrollWidth > wrap.clientWidth + 1;
+            })
             .map((t) => t.dataset.testid)"""
     )
     assert overflowing == []

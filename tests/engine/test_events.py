@@ -33,6 +33,7 @@ from coordinator_engine.events import (
     OffsetsRemoved,
     PendingMemberRemoved,
     RemovalReason,
+    StateChanged,
     StaticMemberReplaced,
     event_from_json,
 )
@@ -402,3 +403,20 @@ def test_offset_and_group_removal_reasons_are_produced_by_their_scenarios() -> N
     ctx.commit({("t", 0): 1})
     ctx.delete_offsets([("t", 0)])
     assert [e.reason for e in ctx.events_of(GroupRemoved)] == ["offsets_deleted"]
+
+
+def test_a_state_change_stored_before_causes_were_said_still_reads() -> None:
+    """Events the runtime stored before ``cause`` existed lack it: they read with none."""
+    stored = {
+        "type": "StateChanged",
+        "group_id": "g",
+        "at_ms": 1,
+        "from_state": "Stable",
+        "to_state": "PreparingRebalance",
+        "reason": "removing member m on heartbeat expiration",
+    }
+    event = event_from_json(stored)
+    assert isinstance(event, StateChanged)
+    assert (event.cause, event.cause_member_id) == (None, None)
+    with pytest.raises(ValueError, match="missing fields"):
+        event_from_json({k: v for k, v in stored.items() if k != "reason"})

@@ -71,10 +71,32 @@ class History:
 # -- the engine's events, in the words of its scenarios --------------------------------------
 
 
-def state(group: str, at: int, from_state: str, to_state: str, reason: str = "") -> StateChanged:
+def state(
+    group: str,
+    at: int,
+    from_state: str,
+    to_state: str,
+    reason: str = "",
+    *,
+    cause: str | None = None,
+    cause_member_id: str | None = None,
+) -> StateChanged:
+    """A state change; a start's ``cause`` and ``cause_member_id`` as the engine says them
+    (none unless given: the report then counts the rebalance as ``other``)."""
     return StateChanged(
-        group_id=group, at_ms=T0 + at, from_state=from_state, to_state=to_state, reason=reason
+        group_id=group,
+        at_ms=T0 + at,
+        from_state=from_state,
+        to_state=to_state,
+        reason=reason,
+        cause=cause,
+        cause_member_id=cause_member_id,
     )
+
+
+def said(cause: str, member: str | None) -> dict[str, str | None]:
+    """A start's cause and member as the engine says them (``state(..., **said(...))``)."""
+    return {"cause": cause, "cause_member_id": member}
 
 
 def joined(

@@ -41,6 +41,8 @@ def test_the_spark_schema_spells_out_the_parquet_contract_and_its_day_partition(
             column("from_state", text),
             column("to_state", text),
             column("reason", text),
+            column("cause", text),
+            column("cause_member_id", text),
             column("detail", text),
             column("protocol_type", text),
             column("protocol_name", text),

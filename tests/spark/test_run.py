@@ -24,6 +24,7 @@ from .scenarios import (
     generation,
     joined,
     removed,
+    said,
     state,
     stored,
 )
@@ -34,7 +35,9 @@ DAY = 86_400_000
 def two_days_of_history() -> History:
     h = History()
     # orders (range): a alone; b joins 20 s later; b leaves the next day.
-    h.add(joined("orders", 0, "a"), state("orders", 0, EMPTY, PREPARING))
+    h.add(
+        joined("orders", 0, "a"), state("orders", 0, EMPTY, PREPARING, **said("member_joined", "a"))
+    )
     h.add(
         *completed_rebalance(
             "orders",
@@ -46,7 +49,10 @@ def two_days_of_history() -> History:
         )
     )
     h.add(committed("audit", 500, "simple-consumer", -1))
-    h.add(joined("orders", 20_000, "b"), state("orders", 20_000, STABLE, PREPARING))
+    h.add(
+        joined("orders", 20_000, "b"),
+        state("orders", 20_000, STABLE, PREPARING, **said("member_joined", "b")),
+    )
     h.add(
         joined("orders", 20_100, "a", rejoined=True),
         state("orders", 20_100, PREPARING, COMPLETING),
@@ -55,7 +61,10 @@ def two_days_of_history() -> History:
         stored("orders", 20_300, 2, {"a": [("o", 0)], "b": [("o", 1)]}),
         committed("orders", 25_000, "a", 2),
     )
-    h.add(removed("orders", DAY, "b", "left"), state("orders", DAY, STABLE, PREPARING))
+    h.add(
+        removed("orders", DAY, "b", "left"),
+        state("orders", DAY, STABLE, PREPARING, **said("member_left", "b")),
+    )
     h.add(
         *completed_rebalance(
             "orders",
@@ -68,7 +77,10 @@ def two_days_of_history() -> History:
     )
     # payments (cooperative-sticky): p alone; q joins and x1 moves from p to q in two steps.
     cooperative = "cooperative-sticky"
-    h.add(joined("payments", 1_000, "p"), state("payments", 1_000, EMPTY, PREPARING))
+    h.add(
+        joined("payments", 1_000, "p"),
+        state("payments", 1_000, EMPTY, PREPARING, **said("member_joined", "p")),
+    )
     h.add(
         *completed_rebalance(
             "payments",
@@ -80,7 +92,10 @@ def two_days_of_history() -> History:
             protocol=cooperative,
         )
     )
-    h.add(joined("payments", 30_000, "q"), state("payments", 30_000, STABLE, PREPARING))
+    h.add(
+        joined("payments", 30_000, "q"),
+        state("payments", 30_000, STABLE, PREPARING, **said("member_joined", "q")),
+    )
     h.add(
         *completed_rebalance(
             "payments",
@@ -94,7 +109,7 @@ def two_days_of_history() -> History:
     )
     h.add(
         joined("payments", 30_200, "p", rejoined=True),
-        state("payments", 30_200, STABLE, PREPARING),
+        state("payments", 30_200, STABLE, PREPARING, **said("metadata_change", "p")),
     )
     h.add(
         *completed_rebalance(

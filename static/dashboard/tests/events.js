@@ -13,7 +13,7 @@ function event(type, fields) {
 }
 
 export const stateChanged = (from_state, to_state, reason = "why", f = {}) =>
-  event("StateChanged", { from_state, to_state, reason, ...f });
+  event("StateChanged", { from_state, to_state, reason, cause: null, cause_member_id: null, ...f });
 
 export const generationStarted = (generation_id, member_ids, f = {}) =>
   event("GenerationStarted", {

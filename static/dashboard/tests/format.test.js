@@ -51,6 +51,15 @@ test("events in words", () => {
     describeEvent(ev.stateChanged("Stable", "PreparingRebalance", "admin requested a rebalance")).text,
     "Stable → PreparingRebalance: admin requested a rebalance",
   );
+  assert.equal(
+    describeEvent(
+      ev.stateChanged("Stable", "PreparingRebalance", "removing member m-1 on heartbeat expiration", {
+        cause: "session_timeout",
+        cause_member_id: "m-1",
+      }),
+    ).text,
+    "Stable → PreparingRebalance (cause: session timeout, member m-1): removing member m-1 on heartbeat expiration",
+  );
   assert.match(describeEvent(ev.generationStarted(3, ["a", "b"])).text, /generation 3 started with 2 members; leader a/);
   assert.match(describeEvent(ev.generationStarted(4, [])).text, /no members/);
   const stored = ev.assignmentStored(5, { a: [["t", 0], ["t", 1]], b: [] });

@@ -43,7 +43,13 @@ def test_different_group_ids_get_different_channels_groups(a: str, b: str) -> No
 
 def test_the_published_message_round_trips_through_json() -> None:
     event = StateChanged(
-        group_id="orders", at_ms=5, from_state="Empty", to_state="PreparingRebalance", reason="r"
+        group_id="orders",
+        at_ms=5,
+        from_state="Empty",
+        to_state="PreparingRebalance",
+        reason="r",
+        cause="member_joined",
+        cause_member_id="m-1",
     )
     item = SequencedEvent(7, event, prev_seq=3)
     message = json.loads(json.dumps(events_message([item.to_json()])))
@@ -59,6 +65,8 @@ def test_the_published_message_round_trips_through_json() -> None:
                 "from_state": "Empty",
                 "to_state": "PreparingRebalance",
                 "reason": "r",
+                "cause": "member_joined",
+                "cause_member_id": "m-1",
             }
         ],
     }

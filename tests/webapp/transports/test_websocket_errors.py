@@ -62,8 +62,7 @@ async def test_error_replies_are_exact_json(ws: Client) -> None:
         "id": 9,
         "error": {
             "code": "invalid_request",
-            "message": "request.generation_id: must lie in -2147483648..2147483647, "
-            "got 2147483648",
+            "message": "request.generation_id: must lie in -2147483648..2147483647, got 2147483648",
         },
     }
     await ws.send_raw(text="x" * (MAX_FRAME_BYTES + 1))
