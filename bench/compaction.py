@@ -8,7 +8,7 @@ Celery compacts that log hourly (webapp/runtime/control.py `compact_log`: `compa
 a worker thread, then `drop()` in slices of `COMPACTION_SLICE`). This measures what compaction
 buys at the next start, on the log of a busy cluster that never compacted:
 
-- the log: `generate_history` (webapp/analysis/generate.py) drives the real engines through N
+- the log: `generate_history` (webapp/simulation/history/) drives the real engines through N
   events (default 1,000,000: about four virtual days of the synthetic cluster, two
   coordinators, sixty applications) with `record_logs`, so each coordinator's full record stream
   (every offset commit, group metadata record and tombstone) lands in an SqliteLog file, as the
@@ -42,13 +42,13 @@ from typing import Any, TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from coordinator_engine import CoordinatorConfig, GroupCoordinator, SqliteLog
-from webapp.analysis.generate import (
+from webapp.runtime.control import COMPACTION_SLICE
+from webapp.simulation.history import (
     COORDINATORS,
     coordinator_configs,
     generate_history,
     record_log_path,
 )
-from webapp.runtime.control import COMPACTION_SLICE
 
 T = TypeVar("T")
 REPEAT = 3

@@ -5,7 +5,7 @@
 ``manage.py generate_history`` drives the real engine (``GroupCoordinator``) with simulated
 members. Its speed has two parts: the engine answering the members' requests, which any
 generator of this history must pay, and the simulation around it (the members, virtual time,
-the rows). This runs ``webapp.analysis.generate.generate_history`` in one process (``jobs=1``,
+the rows). This runs ``webapp.simulation.history.generate_history`` in one process (``jobs=1``,
 default 200,000 events into a temporary directory) with ``GroupCoordinator.handle`` wrapped in
 a timer, and prints the process's CPU per event, the engine's share, and per request type its
 calls, µs per call and µs per event. The wrapper's own cost (two clock reads per call, about
@@ -38,7 +38,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from coordinator_engine import coordinator
-    from webapp.analysis.generate import generate_history
+    from webapp.simulation.history import generate_history
 
     handle = coordinator.GroupCoordinator.handle
     spent: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0])

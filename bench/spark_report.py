@@ -9,7 +9,7 @@ reports.
 
 What is measured, per size:
 
-* ``generate``: ``webapp.analysis.generate.generate_history(DIR, N, seed=S)`` (the code behind
+* ``generate``: ``webapp.simulation.history.generate_history(DIR, N, seed=S)`` (the code behind
   ``manage.py generate_history``, default ``jobs``: two processes from 200k events), wall time
   and events/s. Histories are **cached** in the workdir, keyed by size and seed
   (``history-<N>-seed<S>``, complete once ``_generated.json`` exists), with the generation's
@@ -99,7 +99,7 @@ def log(text: str) -> None:
 
 def history(workdir: Path, size: int, seed: int) -> dict[str, Any]:
     """The history of ``size`` events and ``seed`` in ``workdir``, generated unless cached."""
-    from webapp.analysis.generate import generate_history
+    from webapp.simulation.history import generate_history
 
     directory = workdir / f"history-{size}-seed{seed}"
     timing_file = workdir / f"history-{size}-seed{seed}.timing.json"

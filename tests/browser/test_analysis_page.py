@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.live_server import ROOT, LiveServer
-from webapp.analysis.generate import generate_history
+from webapp.simulation.history import generate_history
 
 pytestmark = pytest.mark.slow
 

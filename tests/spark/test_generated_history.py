@@ -1,4 +1,4 @@
-"""``run`` end to end on a generated history (``webapp.analysis.generate``, 10,000 events, a
+"""``run`` end to end on a generated history (``webapp.simulation.history``, 10,000 events, a
 fixed seed), its summary.json checked against what the generator counted itself
 (``GeneratedHistory`` and its ``GroupSummary`` per group), not against figures recomputed from
 the events by the report's own rules. Each check says why it must hold.
@@ -22,7 +22,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_tasks.rebalance_report import CAUSES, run
-from webapp.analysis.generate import GeneratedHistory, GroupSummary, generate_history
+from webapp.simulation.history import GeneratedHistory, GroupSummary, generate_history
 
 EVENTS = 10_000
 SEED = 1

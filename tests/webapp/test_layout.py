@@ -154,3 +154,17 @@ def test_subscribed_topics_are_decoded_in_one_place() -> None:
         "coordinator_engine/client/protocol.py",
         "coordinator_engine/consumer_protocol.py",
     ]
+
+
+def test_the_history_generator_needs_no_django() -> None:
+    """``webapp.simulation.history`` runs anywhere Python and pyarrow do (a Spark driver, a
+    benchmark): none of its modules imports Django or the runtime, which needs it."""
+    modules = sorted((WEBAPP / "simulation" / "history").glob("*.py"))
+    assert len(modules) > 1
+    django = [
+        (str(path.relative_to(ROOT)), name)
+        for path in modules
+        for name in imported_modules(path)
+        if name == "django" or name.startswith(("django.", "webapp.runtime"))
+    ]
+    assert django == []

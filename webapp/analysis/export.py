@@ -28,7 +28,7 @@ The runtime's history writer stores events in seq order, so a later export never
 at or below a high-water mark it has passed; events stored after an export started wait for
 the next one.
 
-``write_day_files`` and the directory checks serve ``webapp.analysis.generate`` too, which is
+``write_day_files`` and the directory checks serve ``webapp.simulation.history`` too, which is
 why this module imports Django's models only inside the function that reads them.
 """
 

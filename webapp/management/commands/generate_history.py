@@ -8,7 +8,7 @@ The same N and seed give the same files, whatever ``--jobs``. Progress goes to s
 summary to stdout: one line (events, files, last seq, days, time taken, events per second),
 then a table of what the generator did per group (also in ``DIR/_generated.json``). A DIR that
 is a file, not writable or not empty, or an N below 1, ends with a message naming what is
-wrong and a non-zero exit status. The work is ``webapp.analysis.generate.generate_history``;
+wrong and a non-zero exit status. The work is ``webapp.simulation.history.generate_history``;
 see docs/analysis.md. The command touches no Django database (record logs are files of their own).
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from webapp.analysis.export import GENERATED_NAME, HistoryDirError
-from webapp.analysis.generate import COORDINATORS, GeneratedHistory, generate_history
+from webapp.simulation.history import COORDINATORS, GeneratedHistory, generate_history
 
 from .export_history import positive_int
 

@@ -1,5 +1,5 @@
 """``generate_history``: a synthetic history from the real engine in virtual time
-(webapp.analysis.generate and ``manage.py generate_history``).
+(webapp.simulation.history and ``manage.py generate_history``).
 
 One history of 20,000 events (seed 1) is generated once for the module; the tests read it back
 with pyarrow's dataset reader, as a Spark job would, and check it against the schema, the
@@ -29,7 +29,7 @@ from coordinator_engine.client import CLOSE_REASON
 from coordinator_engine.events import HANDOFF_EVENT_TYPES
 from spark_tasks.schema import HISTORY_SCHEMA
 from webapp.analysis.export import HistoryDirError
-from webapp.analysis.generate import (
+from webapp.simulation.history import (
     GeneratedHistory,
     coordinator_configs,
     generate_history,

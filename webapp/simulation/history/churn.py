@@ -1,0 +1,400 @@
+"""The churn: what happens to each application's members, one action at a time.
+
+A ``GroupRun`` (a classic application) or ``HandoffGroupRun`` (a handoff one) starts and stops
+its members, runs its day (daily applications shut down every evening; an admin tidies the
+emptied group up), and takes one churn action when its coordinator's churn picks it: a member
+joins, leaves, crashes, is too slow, restarts (static), or an admin rebalances or removes a
+static member. ``settled`` says whether the group has come to rest (the end of a history).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from coordinator_engine import (
+    DeleteGroupsRequest,
+    Errors,
+    GroupState,
+    LeaveGroupRequest,
+    MemberIdentity,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    PartitionOffset,
+    TopicPartition,
+)
+from coordinator_engine.coordinator import ADMIN_REMOVAL_REASONS
+from coordinator_engine.handoff import HandoffGroupView, HandoffState
+
+from .catalogue import HOUR_MS, MINUTE_MS, SECOND_MS, GroupSpec
+from .members import STABLE, SYNCING, HandoffMember, Member, consumed_offset
+from .summary import GroupSummary
+
+if TYPE_CHECKING:
+    from .coordinator_run import CoordinatorRun
+
+#: What an admin does with a daily application's emptied group, one a night, in turn.
+NIGHTLY_CHORES = (
+    "delete one topic's offsets",
+    "delete all offsets",
+    "delete the group",
+    "leave it be",
+)
+
+NONE = Errors.NONE
+ADMIN_REMOVAL_REASON = ADMIN_REMOVAL_REASONS[0]  # Kafka's AdminClient says this (KIP-800)
+
+
+class GroupRun:
+    """One application of the catalogue: its members and what happens to them."""
+
+    def __init__(self, run: CoordinatorRun, spec: GroupSpec, number: int) -> None:
+        self.run = run
+        self.spec = spec
+        self.number = number
+        self.members: list[Member] = []
+        self.up = False
+        self.started = 0
+        self.restarting: set[str] = set()
+        self.chores: list[str] = []
+        self.last_generation = 0
+        self.static_ids = tuple(f"{spec.group_id}-static-{n}" for n in range(spec.static))
+        self.summary = GroupSummary(
+            group_id=spec.group_id,
+            coordinator=run.index,
+            assignor=spec.assignors[0] if spec.assignors else "handoff" if spec.handoff else None,
+            cooperative=spec.cooperative,
+            static_members=spec.static,
+            handoff=spec.handoff,
+        )
+
+    # -- membership ----------------------------------------------------------------------------
+
+    def start_member(self, instance_id: str | None, delay_ms: int, *, restart: bool) -> None:
+        spec = self.spec
+        if instance_id is None:
+            self.started += 1
+            client_id = f"{spec.group_id}-{self.started}"
+        else:
+            client_id = instance_id
+            self.restarting.discard(instance_id)
+        if not restart:
+            self.summary.joins += 1
+        member = Member(self, client_id, instance_id, host=len(self.members) + 1)
+        self.members.append(member)
+        member.start(delay_ms)
+
+    def comeback(self, instance_id: str) -> None:
+        if self.up:
+            self.start_member(instance_id, 0, restart=True)
+        else:
+            self.restarting.discard(instance_id)
+
+    def generation_completed(self, generation: int) -> None:
+        if generation != self.last_generation:
+            self.last_generation = generation
+            self.summary.generations += 1
+
+    def wake(self) -> None:
+        for member in self.members:
+            member.wake()
+
+    # -- the day -------------------------------------------------------------------------------
+
+    def startup(self, _: Any = None) -> None:
+        run = self.run
+        if run.draining:
+            return
+        self.up = True
+        self.last_generation = 0
+        if self.spec.offsets_only:
+            self.job(run.now + run.rng.randrange(HOUR_MS, 5 * HOUR_MS))
+            return
+        low, high = self.spec.dynamic
+        for _ in range((low + high + 1) // 2):
+            self.start_member(None, run.rng.randrange(5 * SECOND_MS), restart=False)
+        for instance_id in self.static_ids:
+            self.start_member(instance_id, run.rng.randrange(5 * SECOND_MS), restart=False)
+        if self.spec.daily:
+            run.at(run.now + run.rng.randrange(10 * HOUR_MS, 13 * HOUR_MS), self.shutdown)
+
+    def shutdown(self, _: Any = None) -> None:
+        """The evening: dynamic members close (LeaveGroup), static ones stop and are removed by
+        an admin; later an admin may delete offsets or the group; the next start is 10 to 40
+        hours away."""
+        run = self.run
+        if run.draining:
+            return
+        self.up = False
+        self.summary.shutdowns += 1
+        stopped = []
+        for member in list(self.members):
+            if member.instance_id is None:
+                member.close()
+            else:
+                stopped.append(member.instance_id)
+                member.die()
+        if stopped:
+            run.at(run.now + run.rng.randrange(5 * SECOND_MS, MINUTE_MS), self.remove, stopped)
+        run.at(run.now + run.rng.randrange(30 * MINUTE_MS, 3 * HOUR_MS), self.tidy_up)
+        run.at(run.now + run.rng.randrange(10 * HOUR_MS, 40 * HOUR_MS), self.startup)
+
+    def tidy_up(self, _: Any = None) -> None:
+        """The admin's night, one of ``NIGHTLY_CHORES`` in turn (shuffled each round): delete
+        the offsets of one topic the emptied group has offsets for, or of all of them (which
+        removes the group, KIP-496), or delete the group (DeleteGroups), or leave it be (its
+        offsets expire if it stays down for a day)."""
+        run = self.run
+        if run.draining or self.up:
+            return
+        rng = run.rng
+        if not self.chores:
+            self.chores = list(NIGHTLY_CHORES)
+            rng.shuffle(self.chores)
+        chore = self.chores.pop()
+        group_id = self.spec.group_id
+        topics = sorted({topic for topic, _ in run.coordinator.committed_offsets(group_id)})
+        if chore in ("delete one topic's offsets", "delete all offsets") and topics:
+            if chore == "delete one topic's offsets":
+                topics = [topics[rng.randrange(len(topics))]]
+            response = run.handle(
+                OffsetDeleteRequest(
+                    group_id=group_id,
+                    partitions=tuple(
+                        TopicPartition(topic=topic, partition=p)
+                        for topic in topics
+                        for p in range(run.partitions[topic])
+                    ),
+                )
+            )
+            if response.error_code == NONE and all(
+                p.error_code == NONE for p in response.partitions
+            ):
+                self.summary.offset_deletions += 1
+        elif chore == "delete the group" and run.coordinator.group(group_id) is not None:
+            response = run.handle(DeleteGroupsRequest(group_ids=(group_id,)))
+            if response.results[0].error_code == NONE:
+                self.summary.group_deletions += 1
+
+    def job(self, until_ms: int) -> None:
+        """The offsets-only job: commit (generation -1) every commit interval until ``until_ms``,
+        then start again 16 to 40 hours later."""
+        run = self.run
+        if run.draining:
+            return
+        if run.now >= until_ms:
+            self.up = False
+            run.at(run.now + run.rng.randrange(16 * HOUR_MS, 40 * HOUR_MS), self.startup)
+            return
+        topic = self.spec.topics[0]
+        position = consumed_offset(run.now)
+        response = run.handle(
+            OffsetCommitRequest(
+                group_id=self.spec.group_id,
+                offsets=tuple(
+                    PartitionOffset(topic=topic, partition=p, offset=position)
+                    for p in range(run.partitions[topic])
+                ),
+            )
+        )
+        if all(result.error_code == NONE for result in response.partitions):
+            self.summary.commits += 1
+        run.at(run.now + run.commit_interval_ms, self.job, until_ms)
+
+    # -- churn ---------------------------------------------------------------------------------
+
+    @property
+    def churnable(self) -> bool:
+        return self.up and not self.spec.offsets_only
+
+    def act(self) -> None:
+        """One churn action, chosen at random among those that fit the group now."""
+        run = self.run
+        rng = run.rng
+        members = self.members
+        dynamic = [m for m in members if m.instance_id is None]
+        static = [m for m in members if m.instance_id is not None]
+        present = {m.instance_id for m in static}
+        missing = [i for i in self.static_ids if i not in present and i not in self.restarting]
+        stable = [m for m in members if m.state is STABLE and not m.stalled]
+        low, high = self.spec.dynamic
+        choices: list[tuple[Callable[[], None], int]] = []
+        if len(dynamic) < high:
+            choices.append(
+                (lambda: self.start_member(None, 0, restart=False), 12 if len(dynamic) < low else 5)
+            )
+        if missing:
+            choices.append((lambda: self.start_member(missing[0], 0, restart=False), 6))
+        if dynamic:
+            choices.append((lambda: self.leave(dynamic), 5 if len(dynamic) > low else 1))
+        if members:
+            choices.append((lambda: self.crash(members), 4))
+            choices.append((self.admin_rebalance, 2))
+        if stable:
+            choices.append((lambda: self.slow(stable), 3))
+        if static:
+            choices.append((lambda: self.restart(static), 7))
+            choices.append((lambda: self.admin_remove(static), 1))
+        if not choices:  # every member is a static one between two lives
+            return
+        actions = [action for action, _ in choices]
+        (action,) = rng.choices(actions, weights=[weight for _, weight in choices])
+        action()
+
+    def leave(self, dynamic: list[Member]) -> None:
+        dynamic[self.run.rng.randrange(len(dynamic))].close()
+
+    def crash(self, members: list[Member]) -> None:
+        rng = self.run.rng
+        member = members[rng.randrange(len(members))]
+        draw = rng.random()
+        if draw < 0.6 or member.crash_on is not None:
+            member.crash()
+        else:
+            member.crash_on = "rebalance" if draw < 0.85 else "join"
+
+    def slow(self, stable: list[Member]) -> None:
+        rng = self.run.rng
+        member = stable[rng.randrange(len(stable))]
+        member.stall(int(member.max_poll_ms * (1.1 + 0.5 * rng.random())))
+
+    def restart(self, static: list[Member]) -> None:
+        run = self.run
+        rng = run.rng
+        member = static[rng.randrange(len(static))]
+        assert member.instance_id is not None
+        self.summary.static_restarts += 1
+        member.die()
+        self.restarting.add(member.instance_id)
+        if rng.random() < 0.85:  # back within its session: replaced without a rebalance
+            downtime = rng.randrange(2 * SECOND_MS, member.session_ms // 2)
+        else:
+            downtime = int(member.session_ms * (1.2 + rng.random()))
+        run.at(run.now + downtime, self.comeback, member.instance_id)
+
+    def admin_rebalance(self) -> None:
+        run = self.run
+        if run.coordinator.trigger_rebalance(self.spec.group_id, run.now) == NONE:
+            self.summary.admin_rebalances += 1
+
+    def admin_remove(self, static: list[Member]) -> None:
+        member = static[self.run.rng.randrange(len(static))]
+        assert member.instance_id is not None
+        self.remove([member.instance_id])
+
+    def remove(self, instance_ids: list[str]) -> None:
+        """LeaveGroup by instance id with the AdminClient's reason (a removal by an admin)."""
+        response = self.run.handle(
+            LeaveGroupRequest(
+                group_id=self.spec.group_id,
+                members=tuple(
+                    MemberIdentity(group_instance_id=i, reason=ADMIN_REMOVAL_REASON)
+                    for i in instance_ids
+                ),
+            )
+        )
+        self.summary.admin_removals += sum(m.error_code == NONE for m in response.members)
+
+    def notice_metadata(self, topic: str) -> None:
+        """A member's metadata refresh saw ``topic`` grow: it rejoins (after its sync, if it
+        is syncing), as Kafka's ``ConsumerCoordinator.rejoinNeededOrPending``."""
+        if self.run.draining:
+            return
+        for member in self.members:
+            if member.state in (STABLE, SYNCING) and not member.stalled:
+                self.summary.partition_changes += 1
+                member.request_rejoin(f"partition count of {topic} changed")
+                return
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def settled(self) -> bool:
+        view = self.run.coordinator.group(self.spec.group_id)
+        members = self.members
+        if not members:
+            return view is None or (
+                not view.members
+                and not view.pending_member_ids
+                and view.state in (GroupState.EMPTY, GroupState.DEAD)
+            )
+        if (
+            view is None
+            or view.state is not GroupState.STABLE
+            or len(view.members) != len(members)
+            or view.pending_member_ids
+        ):
+            return False
+        return all(
+            m.state is STABLE
+            and m.generation == view.generation_id
+            and m.rejoin_reason is None
+            and not m.stalled
+            for m in members
+        )
+
+
+class HandoffGroupRun(GroupRun):
+    """A handoff application: the same churn as a classic one where it applies (members join,
+    leave, crash, are slow; the partition store reports topic growth itself), none of the
+    static members' or assignors' actions, which the mode does not have."""
+
+    members: list[HandoffMember]  # type: ignore[assignment]
+
+    def start_member(self, instance_id: str | None, delay_ms: int, *, restart: bool) -> None:
+        self.started += 1
+        self.summary.joins += 1
+        member = HandoffMember(self, f"{self.spec.group_id}-{self.started}", len(self.members) + 1)
+        self.members.append(member)
+        member.start(delay_ms)
+
+    def act(self) -> None:
+        rng = self.run.rng
+        members = self.members
+        low, high = self.spec.dynamic
+        choices: list[tuple[Callable[[], None], int]] = []
+        if len(members) < high:
+            choices.append(
+                (lambda: self.start_member(None, 0, restart=False), 12 if len(members) < low else 5)
+            )
+        if members:
+            choices.append(
+                (
+                    lambda: members[rng.randrange(len(members))].close(),
+                    5 if len(members) > low else 1,
+                )
+            )
+            choices.append((lambda: members[rng.randrange(len(members))].crash(), 4))
+            ready = [m for m in members if not m.stalled]
+            if ready:
+                member = ready[rng.randrange(len(ready))]
+                choices.append(
+                    (
+                        lambda: member.stall(
+                            int(self.spec.max_poll_interval_ms * (0.1 + 0.5 * rng.random()))
+                        ),
+                        3,
+                    )
+                )
+        if not choices:
+            return
+        actions = [action for action, _ in choices]
+        (action,) = rng.choices(actions, weights=[weight for _, weight in choices])
+        action()
+
+    def notice_metadata(self, topic: str) -> None:
+        """The partition store told the engine already (``grow_topic``), which re-planned;
+        members learn their new partitions at their next heartbeat."""
+        if self.members and not self.run.draining:
+            self.summary.partition_changes += 1
+
+    def settled(self) -> bool:
+        view = self.run.coordinator.group(self.spec.group_id)
+        members = self.members
+        if not members:
+            return view is None or not view.members
+        return (
+            isinstance(view, HandoffGroupView)
+            and view.state is HandoffState.STABLE
+            and len(view.members) == len(members)
+            and all(m.settled and not m.stalled for m in members)
+        )
