@@ -67,6 +67,7 @@ cooperative second round) go on without one.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,6 +185,10 @@ _FATAL_JOIN_ERRORS = frozenset(
 
 class _Kind(enum.Enum):
     """A kind of request; at most one of each is in flight."""
+
+    # The in-flight table is keyed by kind on every call: members are singletons, so the
+    # identity hash (in C) serves, not Enum's hash of the name.
+    __hash__ = object.__hash__
 
     FIND_COORDINATOR = "FindCoordinator"
     METADATA = "Metadata"
@@ -353,6 +358,8 @@ class GroupClient:
         self._metadata_rebase = False
         self._group_subscription: frozenset[str] = frozenset()
         self._events: list[ClientEvent] = []
+        self._heartbeat_request: HeartbeatRequest | None = None
+        self._heartbeat_generation = NO_GENERATION
 
     # ------------------------------------------------------------------ public state
 
@@ -508,19 +515,36 @@ class GroupClient:
         out: list[ClientRequest] = []
         if self._closed or not self._started:
             return out
-        self._expire_requests(now)
+        if self._in_flight:
+            self._expire_requests(now)
         if self._closing:
             self._outgoing_while_closing(now, out)
             return out
-        self._check_liveness(now, out)
-        self._maybe_find_coordinator(now, out)
-        self._maybe_fetch_metadata(now, out)
+        # The steps run in this order; each is skipped when it has nothing to do (the common
+        # call is a Stable member's heartbeat).
+        state = self._state
+        if state is STABLE or state is COMPLETING_REBALANCE:
+            self._check_liveness(now, out)
+        if self._coordinator is None:
+            self._maybe_find_coordinator(now, out)
+        if _METADATA not in self._in_flight and now >= self._timers.metadata_retry_ms:
+            self._maybe_fetch_metadata(now, out)
         if self._coordinator is not None:
-            self._maybe_send_commit(now, out)
-            self._maybe_join(now, out)
-            self._maybe_send_sync(now, out)
-            self._maybe_heartbeat(now, out)
-            self._maybe_fetch_offsets(now, out)
+            if self._commit_queue:
+                self._maybe_send_commit(now, out)
+            if self._rejoin.needed:
+                self._maybe_join(now, out)
+            if self._pending_sync is not None:
+                self._maybe_send_sync(now, out)
+            state = self._state
+            if (
+                (state is STABLE or state is COMPLETING_REBALANCE)
+                and now >= self._timers.heartbeat_due_ms
+                and _HEARTBEAT not in self._in_flight
+            ):
+                self._maybe_heartbeat(now, out)
+            if self._partitions.awaiting_positions:
+                self._maybe_fetch_offsets(now, out)
         return out
 
     def receive(self, request: ClientRequest, response: ClientResponse, now_ms: int) -> None:
@@ -536,23 +560,7 @@ class GroupClient:
         if flight is None or flight.request is not request or self._closed:
             return  # an answer the client gave up waiting for
         del self._in_flight[kind]
-        match response:
-            case FindCoordinatorResponse():
-                self._on_find_coordinator(response, now)
-            case MetadataResponse():
-                self._on_metadata(flight, response, now)
-            case JoinGroupResponse():
-                self._on_join_group(flight, response, now)
-            case SyncGroupResponse():
-                self._on_sync_group(flight, response, now)
-            case HeartbeatResponse():
-                self._on_heartbeat(flight, response, now)
-            case OffsetCommitResponse():
-                self._on_offset_commit(flight, response, now)
-            case OffsetFetchResponse():
-                self._on_offset_fetch(response, now)
-            case LeaveGroupResponse():
-                pass  # leaving is best effort, as in Kafka
+        _RECEIVERS[kind](self, flight, response, now)
 
     def fail(self, request: ClientRequest, now_ms: int, reason: str = "disconnected") -> None:
         """``request`` will never be answered (its connection was lost)."""
@@ -568,10 +576,12 @@ class GroupClient:
         if self._closed or not self._started:
             return None
         t = self._timers
-        deadlines = [flight.deadline_ms for flight in self._in_flight.values()]
+        in_flight = self._in_flight
+        deadlines = [flight.deadline_ms for flight in in_flight.values()]
+        coordinator_known = self._coordinator is not None
         if (
-            self._coordinator is None
-            and _FIND not in self._in_flight
+            not coordinator_known
+            and _FIND not in in_flight
             and (self._commit_queue or not self._closing)
         ):
             deadlines.append(t.find_retry_ms)
@@ -579,39 +589,31 @@ class GroupClient:
             deadlines.append(t.close_deadline_ms)
             if not self._commits_pending():
                 deadlines.append(self._now)
-            elif (
-                self._coordinator is not None
-                and self._commit_queue
-                and _COMMIT not in self._in_flight
-            ):
+            elif coordinator_known and self._commit_queue and _COMMIT not in in_flight:
                 deadlines.append(t.commit_retry_ms)
             return min(deadlines)
-        if _METADATA not in self._in_flight:
+        if _METADATA not in in_flight:
             if self._metadata_wanted_now():
                 deadlines.append(t.metadata_retry_ms)
             else:
                 assert self._metadata_fetched_ms is not None
-                fetched = self._metadata_fetched_ms
-                deadlines.append(
-                    max(fetched + self._config.metadata_max_age_ms, t.metadata_retry_ms)
-                )
-        if self._coordinator is not None:
-            if self._state in HEARTBEAT_STATES:
-                if _HEARTBEAT not in self._in_flight:
+                refresh = self._metadata_fetched_ms + self._config.metadata_max_age_ms
+                retry = t.metadata_retry_ms
+                deadlines.append(refresh if refresh >= retry else retry)
+        if coordinator_known:
+            state = self._state
+            if state is STABLE or state is COMPLETING_REBALANCE:
+                if _HEARTBEAT not in in_flight:
                     deadlines.append(t.heartbeat_due_ms)
                 deadlines.append(t.session_deadline_ms)
                 deadlines.append(t.poll_timer_start_ms + self._config.max_poll_interval_ms)
-            if self._commit_queue and _COMMIT not in self._in_flight:
+            if self._commit_queue and _COMMIT not in in_flight:
                 deadlines.append(t.commit_retry_ms)
-            if (
-                self._partitions.awaiting_positions
-                and _FETCH not in self._in_flight
-                and self._state is STABLE
-            ):
+            if self._partitions.awaiting_positions and _FETCH not in in_flight and state is STABLE:
                 deadlines.append(t.fetch_retry_ms)
-            if self._pending_sync is not None and _SYNC not in self._in_flight:
+            if self._pending_sync is not None and _SYNC not in in_flight:
                 deadlines.append(self._now)
-            if self._may_start_join():
+            if self._rejoin.needed and self._may_start_join():
                 if t.join_prepare_deadline_ms is not None and self._commits_pending():
                     deadlines.append(t.join_prepare_deadline_ms)
                 else:
@@ -630,10 +632,10 @@ class GroupClient:
 
     @staticmethod
     def _kind_of(request: Any) -> tuple[_Kind, type]:
-        try:
-            return _KINDS[type(request)]
-        except KeyError:
-            raise TypeError(f"not a request this client sends: {type(request).__name__}") from None
+        kind = _KINDS.get(type(request))
+        if kind is None:
+            raise TypeError(f"not a request this client sends: {type(request).__name__}")
+        return kind
 
     def _emit(self, event: ClientEvent) -> None:
         self._events.append(event)
@@ -672,6 +674,8 @@ class GroupClient:
         return now + self._config.retry_backoff_ms
 
     def _expire_requests(self, now: int) -> None:
+        if all(now < flight.deadline_ms for flight in self._in_flight.values()):
+            return
         for kind, flight in list(self._in_flight.items()):
             if self._in_flight.get(kind) is flight and now >= flight.deadline_ms:
                 self._lost(kind, now, f"{kind.value} request timed out")
@@ -1179,12 +1183,16 @@ class GroupClient:
         ):
             self._timers.heartbeat_due_ms = now + self._config.heartbeat_interval_ms
             generation = self._generation
-            request = HeartbeatRequest(
-                group_id=self._config.group_id,
-                generation_id=generation.generation_id,
-                member_id=generation.member_id,
-                group_instance_id=self._config.group_instance_id,
-            )
+            request = self._heartbeat_request
+            if request is None or self._heartbeat_generation is not generation:
+                # One request per generation (Kafka's consumer resends the same fields too).
+                request = self._heartbeat_request = HeartbeatRequest(
+                    group_id=self._config.group_id,
+                    generation_id=generation.generation_id,
+                    member_id=generation.member_id,
+                    group_instance_id=self._config.group_instance_id,
+                )
+                self._heartbeat_generation = generation
             self._send(_HEARTBEAT, request, now, out)
 
     def _on_heartbeat(self, flight: _InFlight, response: HeartbeatResponse, now: int) -> None:
@@ -1445,3 +1453,28 @@ class GroupClient:
         self._closed = True
         self._closing = False
         self._emit(FatalError(at_ms=now, error_code=int(error), reason=reason))
+
+
+def _receive_find(client: GroupClient, flight: _InFlight, response: Any, now: int) -> None:
+    client._on_find_coordinator(response, now)
+
+
+def _receive_fetch(client: GroupClient, flight: _InFlight, response: Any, now: int) -> None:
+    client._on_offset_fetch(response, now)
+
+
+def _receive_leave(client: GroupClient, flight: _InFlight, response: Any, now: int) -> None:
+    pass  # leaving is best effort, as in Kafka
+
+
+#: What reads the answer of each kind of request.
+_RECEIVERS: dict[_Kind, Callable[[GroupClient, _InFlight, Any, int], None]] = {
+    _FIND: _receive_find,
+    _METADATA: GroupClient._on_metadata,
+    _JOIN: GroupClient._on_join_group,
+    _SYNC: GroupClient._on_sync_group,
+    _HEARTBEAT: GroupClient._on_heartbeat,
+    _LEAVE: _receive_leave,
+    _COMMIT: GroupClient._on_offset_commit,
+    _FETCH: _receive_fetch,
+}

@@ -29,6 +29,10 @@ class MemberState(enum.Enum):
     COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
     STABLE = "STABLE"
 
+    # Members are singletons: the identity hash (in C) serves the state checks the client
+    # makes on every call, not Enum's hash of the name.
+    __hash__ = object.__hash__
+
     def __str__(self) -> str:
         return self.value
 
