@@ -26,6 +26,14 @@ bytes.
 After every ``poll``/``receive``/``fail``/``commit``/``close``/``metadata_changed`` the host calls
 ``outgoing`` again: those calls only change state, ``outgoing`` turns state into requests.
 
+A host that runs many members in virtual time and sees the coordinator's events (a simulation)
+may save most of their steps: ``awaiting_poll`` says when a join waits for ``poll()`` (poll
+then, not every few milliseconds), and ``quiet_heartbeats=True`` lets a Stable member whose
+heartbeat was answered NONE send the next one at the last regular tick before its session would
+end; the host calls ``group_changed(now)`` when it sees the group change, and the member
+heartbeats at its next regular tick, where it would have learnt of the change. The
+coordinator's state is the same: a heartbeat to a Stable group only pushes the session on.
+
 The flow follows Kafka's ``AbstractCoordinator`` and ``ConsumerCoordinator`` step by step:
 
 1. **Discovery.** FindCoordinator for the group, and Metadata for the subscribed topics (every
@@ -282,6 +290,7 @@ class _Timers:
     """Kafka's ``Heartbeat`` timers and the client's retry backoffs, as deadlines."""
 
     heartbeat_due_ms: int = 0
+    heartbeat_sent_ms: int = 0
     session_deadline_ms: int = 0
     poll_timer_start_ms: int = 0
     find_retry_ms: int = 0
@@ -327,6 +336,8 @@ class GroupClient:
         config: ConsumerConfig,
         now_ms: int,
         listener: ConsumerRebalanceListener | None = None,
+        *,
+        quiet_heartbeats: bool = False,
     ) -> None:
         if not isinstance(config, ConsumerConfig):
             raise TypeError(f"config must be a ConsumerConfig, got {type(config).__name__}")
@@ -360,6 +371,12 @@ class GroupClient:
         self._events: list[ClientEvent] = []
         self._heartbeat_request: HeartbeatRequest | None = None
         self._heartbeat_generation = NO_GENERATION
+        if type(quiet_heartbeats) is not bool:
+            raise TypeError("quiet_heartbeats must be a bool")
+        self._quiet_heartbeats = quiet_heartbeats
+        #: A quiet member's heartbeat period: the last regular tick before its session ends.
+        interval = config.heartbeat_interval_ms
+        self._quiet_interval_ms = max(1, (config.session_timeout_ms - 1) // interval) * interval
 
     # ------------------------------------------------------------------ public state
 
@@ -426,6 +443,14 @@ class GroupClient:
         return self._closed
 
     @property
+    def awaiting_poll(self) -> bool:
+        """A (re)join waits for the application's next ``poll()`` (Kafka's consumer joins only
+        from ``poll()``). A host that calls ``poll()`` only when it matters (a simulation in
+        virtual time) polls when this turns true, instead of every few milliseconds."""
+        rejoin = self._rejoin
+        return rejoin.needed and rejoin.awaiting_poll and not (self._closed or self._closing)
+
+    @property
     def fatal_error(self) -> int | None:
         """The Kafka error code that stopped the client, if one did."""
         return self._fatal_error
@@ -487,6 +512,24 @@ class GroupClient:
         """The host learnt that topic metadata changed: refresh it now (a changed partition
         count of a watched topic then makes the member rejoin)."""
         self._metadata_refresh_requested = True
+
+    def group_changed(self, now_ms: int) -> None:
+        """The host learnt that the group changed (a rebalance began, a member left: it watches
+        the coordinator's events). A member with ``quiet_heartbeats`` heartbeats again at its
+        next regular tick, where a member heartbeating every ``heartbeat_interval_ms`` would
+        have learnt of the change; otherwise nothing changes."""
+        now = self._tick(now_ms)
+        if not self._quiet_heartbeats or _HEARTBEAT in self._in_flight:
+            return
+        state = self._state
+        if state is not STABLE and state is not COMPLETING_REBALANCE:
+            return
+        t = self._timers
+        interval = self._config.heartbeat_interval_ms
+        last = t.heartbeat_sent_ms
+        tick = last + ((now - last) // interval + 1) * interval
+        if tick < t.heartbeat_due_ms:
+            t.heartbeat_due_ms = tick
 
     def enforce_rebalance(self, reason: str = "the application asked for a rebalance") -> None:
         """Rejoin the group at the next ``poll()`` (Kafka's ``enforceRebalance``)."""
@@ -1182,6 +1225,7 @@ class GroupClient:
             and now >= self._timers.heartbeat_due_ms
         ):
             self._timers.heartbeat_due_ms = now + self._config.heartbeat_interval_ms
+            self._timers.heartbeat_sent_ms = now
             generation = self._generation
             request = self._heartbeat_request
             if request is None or self._heartbeat_generation is not generation:
@@ -1201,6 +1245,9 @@ class GroupClient:
         t = self._timers
         if error == _NONE:
             t.session_deadline_ms = now + self._config.session_timeout_ms
+            if self._quiet_heartbeats and self._state is STABLE:
+                # Nothing changed: the next heartbeat only has to keep the session alive.
+                t.heartbeat_due_ms = t.heartbeat_sent_ms + self._quiet_interval_ms
         elif error == Errors.REBALANCE_IN_PROGRESS:
             # Heartbeating on during a rebalance keeps the member in the group until it rejoins.
             t.session_deadline_ms = now + self._config.session_timeout_ms

@@ -97,10 +97,11 @@ class ClientHarness:
         *,
         listener: ConsumerRebalanceListener | None = None,
         poll_interval_ms: int = 500,
+        quiet_heartbeats: bool = False,
     ) -> Consumer:
         consumer = Consumer(
             name=name,
-            client=GroupClient(config, self.now, listener),
+            client=GroupClient(config, self.now, listener, quiet_heartbeats=quiet_heartbeats),
             poll_interval_ms=poll_interval_ms,
             next_poll_ms=self.now,
         )
