@@ -26,8 +26,9 @@ is 2); their events are merged into one history by time (ties: coordinator, then
 order) and numbered from 1 (``seq``), each row with its group's previous ``seq``
 (``prev_seq``), as the runtime numbers them. The result does not depend on ``jobs``.
 
-**The members** speak the classic protocol to the engine with its own request dataclasses, as
-Kafka's consumer does (``AbstractCoordinator`` / ``ConsumerCoordinator``):
+**The members** (``members``; not yet ``coordinator_engine.client``'s, see docs/analysis.md)
+speak the classic protocol to the engine with its own request dataclasses, as Kafka's
+consumer does (``AbstractCoordinator`` / ``ConsumerCoordinator``):
 JoinGroup with one protocol per assignor (``coordinator_engine.client.protocol.join_protocols``,
 the subscription carrying owned partitions and generation), MEMBER_ID_REQUIRED answered by joining
 again with the given id (KIP-394), the leader running the real assignor over the members'
