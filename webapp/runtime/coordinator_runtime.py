@@ -68,7 +68,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from channels import DEFAULT_CHANNEL_LAYER
@@ -96,7 +96,7 @@ from coordinator_engine.events import GroupRemoved, MemberRemoved
 from coordinator_engine.records import OffsetCommitValue
 
 from . import cluster
-from .api import AnyRequest, GroupCommitFailed, RuntimeNotReady
+from .api import AnyRequest, GroupCommitFailed, HousekeepingAPI, RuntimeAPI, RuntimeNotReady
 from .clock import EngineTimer, ManualClock, WallClock
 from .cluster import NODE_ID
 from .control import serve_control
@@ -797,6 +797,14 @@ class CoordinatorRuntime:
 
     async def delete_topic(self, name: str) -> TopicSpec:
         return await self.topic_service.delete(name)
+
+
+if TYPE_CHECKING:
+
+    def _implements(runtime: CoordinatorRuntime) -> tuple[RuntimeAPI, HousekeepingAPI]:
+        """Where mypy checks that the runtime is what the transports, the simulation and the
+        control messages are written against."""
+        return runtime, runtime
 
 
 # ---------------------------------------------------------------- the process's runtime
