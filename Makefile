@@ -33,7 +33,8 @@ $(NODE_STAMP): package.json package-lock.json
 run: system $(STAMP) $(NODE_STAMP)
 	HOST=$(HOST) PORT=$(PORT) KAFKA_PORT=$(KAFKA_PORT) scripts/run.sh
 
-## The whole suite: lint, strict type-check of the engine, then every test.
+## The whole suite: lint, strict type-check (the engine, the runtime, the transports and the
+## simulation), then every test.
 test: system $(STAMP) $(NODE_STAMP) lint typecheck jstest pytest
 
 lint: $(STAMP)
@@ -41,7 +42,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict coordinator_engine
+	$(VENV)/bin/mypy --strict coordinator_engine webapp/runtime webapp/transports webapp/simulation
 
 ## The dashboard's pure modules (static/dashboard/*.js) under Node's own test runner.
 jstest: $(NODE_STAMP)

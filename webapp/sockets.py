@@ -81,7 +81,8 @@ class SocketOnly:
         if self.socket_closed:
             return
         try:
-            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
+            # A mixin: send is the Channels consumer's it is mixed into.
+            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)  # type: ignore[misc]
         except Disconnected:
             self.socket_closed = True
 

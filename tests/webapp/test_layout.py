@@ -73,7 +73,7 @@ def test_a_package_never_imports_against_the_flow(package: str) -> None:
 def test_the_import_check_sees_relative_imports() -> None:
     names = imported_modules(WEBAPP / "transports" / "websocket" / "connection.py")
     assert "webapp.transports.websocket.codec" in names
-    assert "webapp.runtime.coordinator_runtime" in names
+    assert "webapp.runtime.api" in names
 
 
 def test_no_module_of_webapp_is_named_after_a_kafka_word_it_does_not_mean() -> None:

@@ -38,15 +38,14 @@ import logging
 import time
 import uuid
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis.exceptions
 from asgiref.sync import async_to_sync
 
 from coordinator_engine import LogAppendError
 
-if TYPE_CHECKING:
-    from .coordinator_runtime import CoordinatorRuntime
+from .api import HousekeepingAPI, RuntimeNotReady
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +87,7 @@ class CompactionResult:
 # ---------------------------------------------------------------- the runtime's side
 
 
-async def compact_log(runtime: CoordinatorRuntime) -> CompactionResult:
+async def compact_log(runtime: HousekeepingAPI) -> CompactionResult:
     """Compact the runtime's record log without holding the loop for the whole of it."""
     log = runtime.record_log
     started = time.perf_counter()
@@ -109,7 +108,7 @@ async def compact_log(runtime: CoordinatorRuntime) -> CompactionResult:
     )
 
 
-async def run_command(runtime: CoordinatorRuntime, command: str) -> dict[str, Any]:
+async def run_command(runtime: HousekeepingAPI, command: str) -> dict[str, Any]:
     """Run one control command on the runtime and return its result (JSON-ready).
 
     Raises RuntimeNotReady when the runtime does not serve, ControlError for an unknown
@@ -138,9 +137,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-async def _answer(runtime: CoordinatorRuntime, layer: Any, message: Any) -> None:
-    from .coordinator_runtime import RuntimeNotReady
-
+async def _answer(runtime: HousekeepingAPI, layer: Any, message: Any) -> None:
     if not isinstance(message, dict) or not isinstance(message.get("reply_channel"), str):
         logger.warning("control: dropped a malformed request %r", message)
         return
@@ -168,7 +165,7 @@ async def _answer(runtime: CoordinatorRuntime, layer: Any, message: Any) -> None
         logger.exception("control: the reply to %s could not be sent", command)
 
 
-async def serve_control(runtime: CoordinatorRuntime, layer: Any) -> None:
+async def serve_control(runtime: HousekeepingAPI, layer: Any) -> None:
     """Read :data:`CONTROL_CHANNEL` until cancelled, answering each request in turn (they are
     rare and short; one at a time also keeps two compactions from overlapping)."""
     failures = 0

@@ -135,6 +135,10 @@ class TopicRegistry:
     def __init__(self, specs: tuple[TopicSpec, ...] | list[TopicSpec] = ()) -> None:
         self._topics: dict[str, TopicSpec] = {spec.name: spec for spec in specs}
 
+    def load(self, specs: tuple[TopicSpec, ...] | list[TopicSpec]) -> None:
+        """Replace every topic by ``specs`` (the runtime's start, from the database)."""
+        self._topics = {spec.name: spec for spec in specs}
+
     def create(
         self, name: str, partitions: int, produce_rate_per_s: float = 0, *, now_ms: int
     ) -> TopicSpec:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -31,6 +32,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from coordinator_engine.client import ClientEvent, GroupClient, HandoffClient
+from webapp.runtime.api import RuntimeAPI
 from webapp.transports.websocket.codec import FrameError, decode_response, request_frame
 
 logger = logging.getLogger(__name__)
@@ -52,7 +54,7 @@ class InProcessTransport:
     runtime's discovery registers a handoff member under (the simulated consumer): when it ends,
     the consumer calls ``runtime.connection_closed(connection)``."""
 
-    def __init__(self, runtime: Any, connection: object | None = None) -> None:
+    def __init__(self, runtime: RuntimeAPI, connection: object | None = None) -> None:
         self.runtime = runtime
         self.connection = connection
 
@@ -178,7 +180,8 @@ class WebsocketTransport:
         except ValueError:
             logger.warning("websocket %s: a reply that is not JSON: %.200r", self.url, message)
             return
-        entry = self._pending.pop(frame.get("id"), None) if isinstance(frame, dict) else None
+        frame_id = frame.get("id") if isinstance(frame, dict) else None
+        entry = self._pending.pop(frame_id, None) if isinstance(frame_id, int) else None
         if entry is None:
             logger.warning("websocket %s: reply to no request: %.200s", self.url, message)
             return
@@ -252,8 +255,8 @@ class ClientDriver:
         for request in self.client.outgoing(now):
             self.transport.send(
                 request,
-                lambda response, request=request: self._answered(request, response),
-                lambda reason, request=request: self._failed(request, reason),
+                functools.partial(self._answered, request),
+                functools.partial(self._failed, request),
             )
         if self._timer is not None:
             self._timer.cancel()

@@ -67,6 +67,7 @@ from coordinator_engine.client import (
     PartitionsToClose,
     PartitionsToStart,
 )
+from webapp.runtime.api import RuntimeAPI
 
 from .client_driver import ClientDriver, InProcessTransport
 from .fetcher import Fetcher
@@ -189,7 +190,7 @@ class ConsumerStats:
 
 
 class SimulatedConsumer:
-    def __init__(self, runtime: Any, spec: ConsumerSpec, name: str) -> None:
+    def __init__(self, runtime: RuntimeAPI, spec: ConsumerSpec, name: str) -> None:
         self.runtime = runtime
         self.spec = spec
         self.name = name

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+
+from webapp.runtime.api import RuntimeAPI
 
 from .consumer import Behaviour, ConsumerSpec
 from .manager import Simulation
@@ -106,7 +107,9 @@ def demo_specs() -> list[tuple[str, ConsumerSpec]]:
     ]
 
 
-async def run_demo(runtime: Any, simulation: Simulation, *, respawn_after_s: float = 15) -> None:
+async def run_demo(
+    runtime: RuntimeAPI, simulation: Simulation, *, respawn_after_s: float = 15
+) -> None:
     """Create the demo topics (if absent), start the consumers, and replace any that crashed or
     left after `respawn_after_s`, forever."""
     for name, (partitions, rate) in TOPICS.items():

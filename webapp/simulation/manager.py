@@ -10,6 +10,8 @@ import asyncio
 import itertools
 from typing import Any
 
+from webapp.runtime.api import RuntimeAPI
+
 from .consumer import Behaviour, ConsumerSpec, SimulatedConsumer
 
 ACTIONS = ("pause", "resume", "stop", "kill")
@@ -20,7 +22,7 @@ class SimulationError(ValueError):
 
 
 class Simulation:
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: RuntimeAPI) -> None:
         self.runtime = runtime
         self.consumers: dict[str, SimulatedConsumer] = {}
         self._numbers = itertools.count(1)
@@ -100,7 +102,7 @@ def spec_from_json(data: Any) -> ConsumerSpec:
 _simulations: dict[int, Simulation] = {}
 
 
-def simulation_for(runtime: Any) -> Simulation:
+def simulation_for(runtime: RuntimeAPI) -> Simulation:
     """The simulation of a runtime (created on first use)."""
     key = id(runtime)
     simulation = _simulations.get(key)

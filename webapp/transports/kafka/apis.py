@@ -47,7 +47,8 @@ from coordinator_engine import (
     TopicPartition,
 )
 from coordinator_engine.cluster import FindCoordinatorRequest, MetadataRequest
-from webapp.runtime.coordinator_runtime import NODE_ID
+from webapp.runtime.api import RuntimeAPI
+from webapp.runtime.cluster import NODE_ID
 from webapp.runtime.topics import TopicSpec
 
 from .codec import Request, response_schema
@@ -125,7 +126,7 @@ class Context:
     """What a handler knows besides the request: the runtime, the address this listener
     advertises, and the client's host."""
 
-    runtime: Any
+    runtime: RuntimeAPI
     host: str
     port: int
     client_host: str
@@ -411,7 +412,7 @@ def _partition_results(schema: type, results: Any) -> tuple[Any, ...]:
 
 async def _offset_commit(context: Context, request: Request) -> Any:
     body = request.body
-    generation = getattr(body, "generation_id_or_member_epoch", None)
+    generation: int | None = getattr(body, "generation_id_or_member_epoch", None)
     if generation is None:
         generation = getattr(body, "generation_id", -1)
     answer = await context.runtime.submit(

@@ -42,6 +42,7 @@ from kio.serial.readers import (
     read_unsigned_varint,
 )
 from kio.serial.writers import write_unsigned_varint
+from kio.static.primitive import uvarint
 
 __all__ = [
     "MAX_FRAME_BYTES",
@@ -92,7 +93,7 @@ class Request:
 
 def frame_size(prefix: bytes) -> int:
     """The size a frame's 4-byte prefix announces; BadFrame if it cannot be a request."""
-    (size,) = _SIZE.unpack(prefix)
+    size: int = _SIZE.unpack(prefix)[0]
     if size < _HEADER_START.size:
         raise BadFrame(f"frame size {size} is too small for a request header")
     if size > MAX_FRAME_BYTES:
@@ -174,7 +175,7 @@ def _known_tags_only(entity: Any, data: bytes, offset: int, out: io.BytesIO) -> 
         if tag in known:
             kept.write(data[start:offset])
             kept_count += 1
-    write_unsigned_varint(out, kept_count)
+    write_unsigned_varint(out, typing.cast(uvarint, kept_count))
     out.write(kept.getvalue())
     return offset
 

@@ -36,11 +36,11 @@ import contextlib
 import logging
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
 
-from webapp.runtime.coordinator_runtime import RuntimeNotReady
+from webapp.runtime.api import RuntimeAPI, RuntimeNotReady
 
 from . import apis, codec
 from .store import DEFAULT_RETENTION_MS, RecordStore
@@ -58,11 +58,14 @@ _READ_CHUNK = 256 * 1024
 def _unsupported_api_versions(correlation_id: int) -> bytes:
     """ApiVersions v0 with UNSUPPORTED_VERSION and the ranges served (KIP-511)."""
     from kio.schema.api_versions.v0.response import ApiVersion, ApiVersionsResponse
+    from kio.static.primitive import i16
 
     body = ApiVersionsResponse(
         error_code=ErrorCode.unsupported_version,
         api_keys=tuple(
-            ApiVersion(api_key=key, min_version=low, max_version=high)
+            ApiVersion(
+                api_key=cast(i16, key), min_version=cast(i16, low), max_version=cast(i16, high)
+            )
             for key, (low, high) in sorted(apis.SUPPORTED.items())
         ),
     )
@@ -75,7 +78,7 @@ class KafkaListener:
 
     def __init__(
         self,
-        runtime: Any,
+        runtime: RuntimeAPI,
         *,
         host: str,
         port: int,

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import datetime
 import io
+from typing import Final, cast
 
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_batch
+from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from webapp.runtime.topics import TopicSpec
 
@@ -23,6 +25,14 @@ __all__ = ["MAX_RECORDS_PER_BATCH", "produced_at_ms", "simulated_batch"]
 MAX_RECORDS_PER_BATCH = 500
 #: A record's size in a batch, about (for the fetch size limits).
 RECORD_BYTES_ESTIMATE = 48
+
+# kio types the fields as its range-checked ints; these values are in range by construction
+# (offsets are capped at int64, timestamps are after 1970), so they are cast, not re-parsed.
+_NO_RECORD_ATTRIBUTES: Final = cast(i8, 0)
+_NO_BATCH_ATTRIBUTES: Final = cast(i16, 0)
+_NO_PRODUCER_ID: Final = cast(i64, -1)
+_NO_PRODUCER_EPOCH: Final = cast(i16, -1)
+_NO_SEQUENCE: Final = cast(i32, -1)
 
 
 def produced_at_ms(spec: TopicSpec, partition: int, offset: int) -> int:
@@ -37,11 +47,14 @@ def simulated_batch(spec: TopicSpec, partition: int, start: int, end: int) -> by
     """One RecordBatch v2 holding the records ``start .. end - 1`` (``end > start``)."""
     records = tuple(
         Record(
-            attributes=0,
-            timestamp=datetime.datetime.fromtimestamp(
-                produced_at_ms(spec, partition, offset) / 1000, tz=datetime.UTC
+            attributes=_NO_RECORD_ATTRIBUTES,
+            timestamp=cast(
+                TZAwareMicros,
+                datetime.datetime.fromtimestamp(
+                    produced_at_ms(spec, partition, offset) / 1000, tz=datetime.UTC
+                ),
             ),
-            offset=offset,
+            offset=cast(i64, offset),
             key=f"{partition}:{offset}".encode(),
             value=f"{spec.name}/{partition}/{offset}".encode(),
             headers=(),
@@ -52,7 +65,11 @@ def simulated_batch(spec: TopicSpec, partition: int, start: int, end: int) -> by
     write_batch(
         buffer,
         NewRecordBatch(
-            producer_id=-1, producer_epoch=-1, base_sequence=-1, records=records, attributes=0
+            producer_id=_NO_PRODUCER_ID,
+            producer_epoch=_NO_PRODUCER_EPOCH,
+            base_sequence=_NO_SEQUENCE,
+            records=records,
+            attributes=_NO_BATCH_ATTRIBUTES,
         ),
     )
     return buffer.getvalue()

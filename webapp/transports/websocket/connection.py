@@ -26,7 +26,7 @@ from typing import Any
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from coordinator_engine import JoinGroupRequest
-from webapp.runtime.coordinator_runtime import RuntimeNotReady
+from webapp.runtime.api import RuntimeNotReady
 from webapp.sockets import (
     CLOSE_TOO_MANY_MALFORMED_FRAMES,
     SocketOnly,
