@@ -310,6 +310,7 @@ class GroupRun:
 
     def settled(self) -> bool:
         view = self.run.coordinator.group(self.spec.group_id)
+        assert not isinstance(view, HandoffGroupView), "a classic group's run"
         members = self.members
         if not members:
             return view is None or (

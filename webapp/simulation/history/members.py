@@ -66,7 +66,16 @@ class Process:
     schedule, waking up when the group changes (quiet heartbeats: see the module docstring),
     and dying."""
 
-    __slots__ = ()
+    __slots__ = (
+        "alive",
+        "commit_due",
+        "group",
+        "hb_due",
+        "hb_last",
+        "heartbeat_ms",
+        "member_id",
+        "run",
+    )
 
     run: CoordinatorRun
     group: GroupRun
@@ -152,26 +161,18 @@ class Member(Process):
     """One consumer process of a group (see the module docstring for what it does)."""
 
     __slots__ = (
-        "alive",
         "assignor_state",
         "client_host",
         "client_id",
-        "commit_due",
         "crash_on",
         "generation",
-        "group",
-        "hb_due",
-        "hb_last",
         "hb_request",
-        "heartbeat_ms",
         "instance_id",
         "max_poll_ms",
-        "member_id",
         "owned",
         "protocol",
         "quiet_heartbeat_ms",
         "rejoin_reason",
-        "run",
         "session_ms",
         "stalled_until",
         "state",
@@ -490,22 +491,14 @@ class HandoffMember(Process):
     processing is stalled: then when the stall ends). Quiet heartbeats as ``Member``'s."""
 
     __slots__ = (
-        "alive",
         "client_host",
         "client_id",
         "closed",
         "closing",
-        "commit_due",
         "consuming",
         "epoch",
-        "group",
-        "hb_due",
-        "hb_last",
-        "heartbeat_ms",
-        "member_id",
         "quiet_heartbeat_ms",
         "quiet_request",
-        "run",
         "session_ms",
         "stalled_until",
         "started",

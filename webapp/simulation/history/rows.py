@@ -123,7 +123,7 @@ class RowsOfType:
     def table(self) -> pa.Table:
         """Its rows (``seq`` and ``prev_seq`` 0), and starts afresh."""
         count = len(self.rows)
-        data = dict(zip(self.columns, zip(*self.rows, strict=True), strict=True))
+        data: dict[str, Any] = dict(zip(self.columns, zip(*self.rows, strict=True), strict=True))
         data["type"] = [self.cls.type] * count
         arrays = []
         for f in HISTORY_SCHEMA:
