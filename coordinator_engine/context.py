@@ -26,10 +26,10 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
+from .classic.group import ClassicGroup
 from .config import CoordinatorConfig
 from .errors import InvalidGroupIdError, NotCoordinatorError
 from .events import GroupEvent
-from .group import ClassicGroup
 from .hashing import partition_for
 from .log import LogAppendError, RecordLog
 from .reply import Reply

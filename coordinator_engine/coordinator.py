@@ -45,12 +45,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from .classic import ADMIN_REMOVAL_REASONS, TIMER_KINDS, ClassicGroupManager
+from .classic import TIMER_KINDS, ClassicGroupManager, GroupView
 from .config import CoordinatorConfig
 from .context import CoordinatorContext, Group, Handler, Record, TimerKey
 from .errors import CoordinatorError, Errors, ReplayError, error_code_of
 from .events import GroupEvent
-from .group import GroupView
 from .handoff import TIMER_KINDS as HANDOFF_TIMER_KINDS
 from .handoff import HandoffGroup, HandoffGroupManager, HandoffGroupView
 from .log import MemoryLog, RecordLog
@@ -97,7 +96,7 @@ from .responses import (
     SyncGroupResponse,
 )
 
-__all__ = ["ADMIN_REMOVAL_REASONS", "CleanupResult", "GroupCoordinator"]
+__all__ = ["CleanupResult", "GroupCoordinator"]
 
 NONE = Errors.NONE
 

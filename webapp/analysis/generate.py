@@ -135,6 +135,7 @@ from coordinator_engine import (
     partition_for,
 )
 from coordinator_engine.assignors import TopicPartitionPair
+from coordinator_engine.classic import ADMIN_REMOVAL_REASONS
 from coordinator_engine.client import CLOSE_REASON, POLL_TIMEOUT_REASON
 from coordinator_engine.client.config import COOPERATIVE_ASSIGNORS
 from coordinator_engine.client.protocol import (
@@ -145,7 +146,6 @@ from coordinator_engine.client.protocol import (
     join_protocols,
 )
 from coordinator_engine.consumer_protocol import CONSUMER_PROTOCOL_TYPE
-from coordinator_engine.coordinator import ADMIN_REMOVAL_REASONS
 from coordinator_engine.events import (
     EVENT_TYPES,
     HANDOFF_EVENT_TYPES,

@@ -16,8 +16,8 @@ import {
 } from "../states.js";
 
 test("the transitions are the engine's table", () => {
-  // coordinator_engine/state.py is the one place that says which transitions exist.
-  const source = readFileSync(new URL("../../../coordinator_engine/state.py", import.meta.url), "utf8");
+  // coordinator_engine/classic/state.py is the one place that says which transitions exist.
+  const source = readFileSync(new URL("../../../coordinator_engine/classic/state.py", import.meta.url), "utf8");
   const names = { Empty: "Empty", PreparingRebalance: "PreparingRebalance", CompletingRebalance: "CompletingRebalance", Stable: "Stable", Dead: "Dead" };
   const engine = [...source.matchAll(/\((\w+), (\w+)\): "([^"]+)"/g)].map((m) => [names[m[1]], names[m[2]], m[3]]);
   assert.equal(engine.length, 11);

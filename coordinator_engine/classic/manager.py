@@ -32,9 +32,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
-from .context import CoordinatorContext, Handler, Record, TimerKey
-from .errors import (
+from ..consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
+from ..context import CoordinatorContext, Handler, Record, TimerKey
+from ..errors import (
     CoordinatorError,
     CoordinatorNotAvailableError,
     Errors,
@@ -46,7 +46,7 @@ from .errors import (
     UnknownMemberIdError,
     error_code_of,
 )
-from .events import (
+from ..events import (
     AssignmentStored,
     GenerationStarted,
     GroupRemoved,
@@ -58,15 +58,14 @@ from .events import (
     StateChanged,
     StaticMemberReplaced,
 )
-from .group import ClassicGroup, Member
-from .records import (
+from ..records import (
     GroupMetadataValue,
     MemberMetadata,
     group_metadata_record,
     group_metadata_tombstone,
 )
-from .reply import Reply
-from .requests import (
+from ..reply import Reply
+from ..requests import (
     DescribeGroupsRequest,
     HeartbeatRequest,
     JoinGroupRequest,
@@ -76,7 +75,7 @@ from .requests import (
     OffsetCommitRequest,
     SyncGroupRequest,
 )
-from .responses import (
+from ..responses import (
     DescribedGroup,
     DescribedMember,
     DescribeGroupsResponse,
@@ -89,6 +88,7 @@ from .responses import (
     ListGroupsResponse,
     SyncGroupResponse,
 )
+from .group import ClassicGroup, Member
 from .state import CAN_REBALANCE, GroupState, check_transition
 
 Empty = GroupState.EMPTY

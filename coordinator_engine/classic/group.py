@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, subscribed_topics
+from ..consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, subscribed_topics
 from .state import GroupState
 
 if TYPE_CHECKING:
-    from .reply import Reply
-    from .responses import JoinGroupResponse, SyncGroupResponse
+    from ..reply import Reply
+    from ..responses import JoinGroupResponse, SyncGroupResponse
 
 
 class Member:

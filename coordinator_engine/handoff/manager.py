@@ -36,9 +36,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .consumer_protocol import ConsumerProtocolAssignment, encode_assignment
-from .context import CoordinatorContext, Handler, Record, TimerKey
-from .errors import (
+from ..classic.group import ClassicGroup
+from ..consumer_protocol import ConsumerProtocolAssignment, encode_assignment
+from ..context import CoordinatorContext, Handler, Record, TimerKey
+from ..errors import (
     CoordinatorError,
     Errors,
     IllegalStateTransition,
@@ -47,7 +48,7 @@ from .errors import (
     UnknownMemberIdError,
     error_code_of,
 )
-from .events import (
+from ..events import (
     GroupEvent,
     GroupRemoved,
     HandoffMemberJoined,
@@ -59,16 +60,15 @@ from .events import (
     MemberRemoved,
     StateChanged,
 )
-from .group import ClassicGroup
-from .records import (
+from ..records import (
     HandoffGroupValue,
     HandoffMemberValue,
     handoff_group_record,
     handoff_group_tombstone,
 )
-from .reply import Reply
-from .requests import HandoffHeartbeatRequest, OffsetCommitRequest, TopicPartition
-from .responses import DescribedGroup, DescribedMember, HandoffHeartbeatResponse, ListedGroup
+from ..reply import Reply
+from ..requests import HandoffHeartbeatRequest, OffsetCommitRequest, TopicPartition
+from ..responses import DescribedGroup, DescribedMember, HandoffHeartbeatResponse, ListedGroup
 
 __all__ = [
     "PROTOCOL_TYPE",
