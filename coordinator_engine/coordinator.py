@@ -46,25 +46,24 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from .classic import TIMER_KINDS, ClassicGroupManager, GroupView
+from .classic.records import GROUP_METADATA
 from .config import CoordinatorConfig
 from .context import CoordinatorContext, Group, Handler, Record, TimerKey
 from .errors import CoordinatorError, Errors, ReplayError, error_code_of
 from .events import GroupEvent
 from .handoff import TIMER_KINDS as HANDOFF_TIMER_KINDS
 from .handoff import HandoffGroup, HandoffGroupManager, HandoffGroupView
+from .handoff.records import HANDOFF_GROUP, HandoffGroupKey
 from .log import MemoryLog, RecordLog
 from .offsets import OffsetsManager
 from .records import (
+    OFFSET_COMMIT,
     CorruptRecordError,
     GroupMetadataKey,
-    HandoffGroupKey,
     OffsetCommitKey,
     OffsetCommitValue,
     UnknownRecordTypeError,
-    decode_group_metadata_value,
-    decode_handoff_group_value,
-    decode_key,
-    decode_offset_commit_value,
+    key_decoder,
 )
 from .reply import Reply
 from .requests import (
@@ -96,9 +95,12 @@ from .responses import (
     SyncGroupResponse,
 )
 
-__all__ = ["CleanupResult", "GroupCoordinator"]
+__all__ = ["CleanupResult", "GroupCoordinator", "decode_key"]
 
 NONE = Errors.NONE
+
+#: The log's key decoder: every record type this coordinator replays, chosen by key version.
+decode_key = key_decoder((OFFSET_COMMIT, GROUP_METADATA, HANDOFF_GROUP))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -414,19 +416,19 @@ class GroupCoordinator:
                         kind = "OffsetCommit"
                         if owns is not None and not owns(group_id):
                             continue
-                        offset = None if value is None else decode_offset_commit_value(value)
+                        offset = None if value is None else OFFSET_COMMIT.decode_value(value)
                         apply_offset(group_id, topic, partition, offset)
                     case GroupMetadataKey(group=group_id):
                         kind = "GroupMetadata"
                         if owns is not None and not owns(group_id):
                             continue
-                        metadata = None if value is None else decode_group_metadata_value(value)
+                        metadata = None if value is None else GROUP_METADATA.decode_value(value)
                         replay_group(group_id, metadata, now)
                     case HandoffGroupKey(group=group_id):
                         kind = "HandoffGroup"
                         if owns is not None and not owns(group_id):
                             continue
-                        handoff = None if value is None else decode_handoff_group_value(value)
+                        handoff = None if value is None else HANDOFF_GROUP.decode_value(value)
                         self._handoff.replay(group_id, handoff, now)
                     case _:  # pragma: no cover - decode_key returns only the two kinds
                         raise ReplayError(position, kind, f"unexpected key {record_key!r}")

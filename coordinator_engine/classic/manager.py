@@ -58,12 +58,7 @@ from ..events import (
     StateChanged,
     StaticMemberReplaced,
 )
-from ..records import (
-    GroupMetadataValue,
-    MemberMetadata,
-    group_metadata_record,
-    group_metadata_tombstone,
-)
+from ..records import GroupMetadataValue, MemberMetadata
 from ..reply import Reply
 from ..requests import (
     DescribeGroupsRequest,
@@ -89,6 +84,7 @@ from ..responses import (
     SyncGroupResponse,
 )
 from .group import ClassicGroup, Member
+from .records import group_metadata_record, group_metadata_tombstone
 from .state import CAN_REBALANCE, GroupState, check_transition
 
 Empty = GroupState.EMPTY

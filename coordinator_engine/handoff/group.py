@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..records import HandoffGroupValue, HandoffMemberValue
 from ..requests import TopicPartition
+from .records import HandoffGroupValue, HandoffMemberValue
 from .state import HandoffState
 
 __all__ = [

@@ -57,15 +57,11 @@ from ..events import (
     MemberRemoved,
     StateChanged,
 )
-from ..records import (
-    HandoffGroupValue,
-    handoff_group_record,
-    handoff_group_tombstone,
-)
 from ..reply import Reply
 from ..requests import HandoffHeartbeatRequest, OffsetCommitRequest, TopicPartition
 from ..responses import DescribedGroup, DescribedMember, HandoffHeartbeatResponse, ListedGroup
 from .group import PROTOCOL_TYPE, TP, HandoffGroup, HandoffMember, group_value, topic_partitions
+from .records import HandoffGroupValue, handoff_group_record, handoff_group_tombstone
 from .state import Closing, Dead, Initial, Stable, Starting, check_transition
 
 __all__ = ["TIMER_KINDS", "HandoffGroupManager", "plan"]
