@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, subscribed_topics
 from .state import GroupState
@@ -119,6 +119,8 @@ class ClassicGroup:
     """One group's metadata: durable part (generation, protocol, leader, members, assignments)
     and soft part (state, pending members, parked replies). Its committed offsets are kept by
     the offsets manager (`offsets.py`)."""
+
+    kind: ClassVar[str] = "classic"
 
     def __init__(self, group_id: str, now_ms: int) -> None:
         self.group_id = group_id

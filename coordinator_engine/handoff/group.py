@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..requests import TopicPartition
 from .records import HandoffGroupValue, HandoffMemberValue
@@ -82,6 +83,8 @@ class HandoffGroup:
     """A handoff group's durable state (what its record holds), installed only by `apply`."""
 
     __slots__ = ("epoch", "group_id", "members", "state", "state_timestamp_ms")
+
+    kind: ClassVar[str] = "handoff"
 
     def __init__(self, group_id: str, value: HandoffGroupValue) -> None:
         self.group_id = group_id

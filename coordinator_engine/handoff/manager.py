@@ -32,9 +32,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, ClassVar, NoReturn
 
-from ..classic.group import ClassicGroup
 from ..consumer_protocol import ConsumerProtocolAssignment, encode_assignment
 from ..context import CoordinatorContext, Handler, Record, TimerKey
 from ..errors import (
@@ -57,11 +56,18 @@ from ..events import (
     MemberRemoved,
     StateChanged,
 )
+from ..records import RecordType
 from ..reply import Reply
 from ..requests import HandoffHeartbeatRequest, OffsetCommitRequest, TopicPartition
 from ..responses import DescribedGroup, DescribedMember, HandoffHeartbeatResponse, ListedGroup
 from .group import PROTOCOL_TYPE, TP, HandoffGroup, HandoffMember, group_value, topic_partitions
-from .records import HandoffGroupValue, handoff_group_record, handoff_group_tombstone
+from .records import (
+    HANDOFF_GROUP,
+    HandoffGroupKey,
+    HandoffGroupValue,
+    handoff_group_record,
+    handoff_group_tombstone,
+)
 from .state import Closing, Dead, Initial, Stable, Starting, check_transition
 
 __all__ = ["TIMER_KINDS", "HandoffGroupManager", "plan"]
@@ -159,6 +165,10 @@ class _Draft:
 class HandoffGroupManager:
     """The handoff groups of one coordinator: their heartbeat, session timers, plans, records
     and replay, and the `GroupKind` hooks the offsets manager asks of them."""
+
+    kind: ClassVar[str] = HandoffGroup.kind
+    timer_kinds: ClassVar[tuple[str, ...]] = TIMER_KINDS
+    record_types: ClassVar[tuple[RecordType, ...]] = (HANDOFF_GROUP,)
 
     def __init__(self, ctx: CoordinatorContext) -> None:
         self._ctx = ctx
@@ -483,9 +493,10 @@ class HandoffGroupManager:
             return
         self._groups[group_id] = HandoffGroup(group_id, value)
 
-    def replay(self, group_id: str, value: HandoffGroupValue | None, now: int) -> None:
+    def replay(self, key: HandoffGroupKey, value: HandoffGroupValue | None, now: int) -> None:
         """Apply a HandoffGroup record at load; a later record of another kind for the same id
         replaces it (the group was deleted and created again as the other kind)."""
+        group_id = key.group
         if value is None:
             self.apply(group_id, None)
         else:
@@ -504,7 +515,7 @@ class HandoffGroupManager:
 
     # ---------------------------------------------------------------- GroupKind hooks
 
-    def create_simple_group(self, group_id: str, now: int) -> ClassicGroup:  # pragma: no cover
+    def create_simple_group(self, group_id: str, now: int) -> NoReturn:  # pragma: no cover
         raise AssertionError("a simple group is always a classic group")
 
     def is_simple(self, group: HandoffGroup) -> bool:
