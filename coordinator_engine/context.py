@@ -12,12 +12,14 @@ here, one object every manager is given at construction:
 - the `TimerQueue` every manager arms its keyed timers in (the façade fires them and hands each
   due key to the manager that registered its first element);
 - `groups`, every group this coordinator holds, keyed by id, one map for all group kinds as in
-  Kafka (classic and handoff groups);
+  Kafka; a `Group` names its kind, and the façade hands it to that kind's manager;
 - the queues of completed replies and events of the current call, which `drain` releases
   (replies first, then events) once the call's work is done.
 
 Managers reach each other only through this object and the `GroupKind` hooks below, never
-through each other's private state. See docs/engine.md, "Layout".
+through each other's private state. `GroupManager` is what the façade asks of the manager of a
+group kind. This module names no kind: the kinds' packages import it, never the other way.
+See docs/engine.md, "Layout".
 """
 
 from __future__ import annotations

@@ -20,21 +20,23 @@ Layout
 ------
 As in Kafka's group-coordinator module, where a `GroupCoordinatorShard` routes each request of
 its partition to a `GroupMetadataManager` or the `OffsetMetadataManager`, `GroupCoordinator`
-keeps the public API and routes:
+keeps the public API and routes, by tables built once from `GROUP_KINDS` (each kind's manager
+declares its requests, timer kinds and record types; no entry may be claimed twice):
 
-- JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, ListGroups, the rebalance
-  timers and GroupMetadata records to the `ClassicGroupManager` (`classic.py`);
+- each group kind's requests, timers and records to the manager of its package: `classic/`
+  (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the rebalance timers, GroupMetadata records)
+  and `handoff/` (HandoffHeartbeat, the handoff session timers, HandoffGroup records, and the
+  host facts: `set_partition_store_available`, `set_discovery_available`,
+  `set_topic_partitions`);
 - OffsetCommit, OffsetFetch, OffsetDelete, expiry and OffsetCommit records to the
-  `OffsetsManager` (`offsets.py`);
-- HandoffHeartbeat, the handoff session timers and HandoffGroup records to the
-  `HandoffGroupManager` (`handoff.py`, seed 004's handoff groups), with the two outage
-  switches and the partition store's counts (`set_partition_store_available`,
-  `set_discovery_available`, `set_topic_partitions`);
+  `OffsetsManager` (`offsets.py`), which asks the manager of a group's kind (by the group's
+  `kind`) through the `GroupKind` hooks;
 - and does itself what spans the managers, as Kafka's shard does: DescribeGroups and ListGroups
   (each manager describes and lists its own groups), `cleanup` (Kafka's
   `cleanupGroupMetadata`), DeleteGroups (`deleteGroups`) and the replay of the log, record by
-  record to the manager of its kind (`replay`, then each manager's `on_loaded`).
+  record to the manager of its record type (`replay`, then each manager's `on_loaded`).
 
+A kind never imports another, and only this module (and the package root) imports the kinds.
 The managers share one `CoordinatorContext` (`context.py`): config, log, timers, the groups,
 the reply and event queues. See docs/engine.md, "Layout".
 """
@@ -152,7 +154,7 @@ class _GroupKinds:
 
 
 class GroupCoordinator:
-    """Kafka's classic group coordinator, and seed 004's handoff groups beside it. See the
+    """Kafka's classic group coordinator, and handoff groups beside it. See the
     module docstring and docs/engine.md."""
 
     def __init__(
@@ -276,15 +278,15 @@ class GroupCoordinator:
         self._ctx.drain()
 
     def set_partition_store_available(self, available: bool, now_ms: int) -> None:
-        """Seed 004's partition store is reachable or not. While it (or the discovery) is not,
-        no handoff group makes a new plan: the current assignments are kept; when both are
-        back, every handoff group is planned once."""
+        """The handoff groups' partition store is reachable or not. While it (or the
+        discovery) is not, no handoff group makes a new plan: the current assignments are
+        kept; when both are back, every handoff group is planned once."""
         self._fire_due(now_ms)
         self._handoff.set_available(store=bool(available), discovery=None, now=now_ms)
         self._ctx.drain()
 
     def set_discovery_available(self, available: bool, now_ms: int) -> None:
-        """Seed 004's service discovery is reachable or not; see
+        """The handoff groups' service discovery is reachable or not; see
         `set_partition_store_available`."""
         self._fire_due(now_ms)
         self._handoff.set_available(store=None, discovery=bool(available), now=now_ms)
@@ -292,13 +294,14 @@ class GroupCoordinator:
 
     @property
     def discovery_available(self) -> bool:
-        """Whether seed 004's service discovery is reachable (`set_discovery_available`):
+        """Whether the handoff groups' service discovery is reachable (`set_discovery_available`):
         a host that learns of departures from its discovery acts on them only while it is."""
         return self._handoff.discovery_available
 
     @property
     def partition_store_available(self) -> bool:
-        """Whether seed 004's partition store is reachable (`set_partition_store_available`)."""
+        """Whether the handoff groups' partition store is reachable
+        (`set_partition_store_available`)."""
         return self._handoff.partition_store_available
 
     def group_ids(self) -> list[str]:

@@ -1,6 +1,6 @@
 """A classic group's in-memory metadata (Kafka's `GroupMetadata` / `MemberMetadata`).
 
-The classic-group manager (`classic.py`) owns these objects and is the only one to change
+The classic-group manager (`manager.py`) owns these objects and is the only one to change
 them; the outside world sees frozen `GroupView` / `MemberView` snapshots. Member order is the
 order members entered the group (a dict's insertion order, replayed from the order of the stored
 member list): every choice that Kafka leaves to hash-map order (the new leader, protocol-vote

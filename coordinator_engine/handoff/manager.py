@@ -1,12 +1,12 @@
-"""Handoff groups: seed 004's rebalance mode, a second group kind beside the classic one.
+"""Handoff groups' manager: the handoff rebalance mode, a group kind beside the classic one.
 
 Theory of operation
 -------------------
 In a classic rebalance a partition may be consumed twice while it moves (the new owner may
-fetch before the old one committed). Seed 004's Coordinator decides the assignment itself and
-moves a partition in two confirmed steps: the old owner **closes** it (stops, commits, confirms)
-and only then may the new owner **start** it. The group walks the seed's states Initial →
-Starting → Stable → Closing (→ Starting → Stable), one per group here.
+fetch before the old one committed). A handoff group's coordinator decides the assignment
+itself and moves a partition in two confirmed steps: the old owner **closes** it (stops,
+commits, confirms) and only then may the new owner **start** it. The group walks the states
+Initial → Starting → Stable → Closing (→ Starting → Stable) of `state.py`.
 
 Members speak one request, `HandoffHeartbeatRequest`, modelled on KIP-848's
 ConsumerGroupHeartbeat: it carries the member's subscription and its confirmations (`closed`,
@@ -21,7 +21,7 @@ topics or the partition counts changed, unless the partition store or the servic
 is unavailable (the two switches), in which case the current assignment is kept.
 
 Records are the source of truth: every durable change builds the group's next state on a copy
-(`_Draft`), encodes it as one HandoffGroup record (key version 1004, `records.py`), appends it,
+(`_Draft`), encodes it as one HandoffGroup record (key version 1004, `records.py` here), appends it,
 and only then installs it with `apply`, the very function the replay calls. Timers
 (`("handoff-session", group, member)`) are soft and re-armed at load. See docs/engine.md,
 "Handoff groups".

@@ -18,7 +18,7 @@ __all__ = ["TRANSITIONS", "HandoffState", "check_transition"]
 
 
 class HandoffState(enum.Enum):
-    """A handoff group's state: seed 004's names; Dead only at deletion."""
+    """A handoff group's state (docs/engine.md, "The four states"); Dead only at deletion."""
 
     INITIAL = "Initial"
     STARTING = "Starting"
