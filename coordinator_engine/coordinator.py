@@ -169,7 +169,9 @@ class GroupCoordinator:
         self._groups = ctx.groups
         self._timers = ctx.timers
         managers = [kind(ctx) for kind in GROUP_KINDS]
-        self._managers: dict[str, GroupManager[Any]] = {m.kind: m for m in managers}
+        self._managers: dict[str, GroupManager[Any]] = _merge(
+            "group kind", [{m.kind: m} for m in managers]
+        )
         self._kinds = _GroupKinds(self._managers)
         self._offsets = OffsetsManager(ctx, self._kinds)
         # The façade's own API reaches two kinds by name: trigger_rebalance (classic groups)
@@ -177,7 +179,7 @@ class GroupCoordinator:
         self._classic = self._manager(ClassicGroupManager)
         self._handoff = self._manager(HandoffGroupManager)
         # Routing tables, built once: by request type, by a timer key's first element, by a
-        # record key's class. No two kinds may claim the same entry.
+        # record key's class. No two kinds may claim the same entry (nor the same name).
         own: dict[type, Handler] = {
             DescribeGroupsRequest: self._describe_groups,
             ListGroupsRequest: self._list_groups,
@@ -462,6 +464,6 @@ def _merge(what: str, tables: Sequence[dict[Any, _V]]) -> dict[Any, _V]:
     for table in tables:
         for key, value in table.items():
             if key in merged:
-                raise ValueError(f"{what} {key!r} is claimed by two group kinds")
+                raise ValueError(f"{what} {key!r} is registered twice")
             merged[key] = value
     return merged

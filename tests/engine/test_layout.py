@@ -134,3 +134,22 @@ def test_the_check_finds_a_cycle_and_a_cross_kind_import() -> None:
     finally:
         IMPORTS.clear()
         IMPORTS.update(saved)
+
+
+def test_a_request_type_claimed_by_two_group_kinds_is_refused_at_construction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from coordinator_engine import coordinator
+    from coordinator_engine.classic import ClassicGroupManager
+
+    monkeypatch.setattr(coordinator, "GROUP_KINDS", (ClassicGroupManager, ClassicGroupManager))
+    with pytest.raises(ValueError, match="registered twice"):
+        coordinator.GroupCoordinator()
+
+
+def test_every_registered_kind_has_its_own_package_and_name() -> None:
+    from coordinator_engine.coordinator import GROUP_KINDS
+
+    packages = [kind.__module__.rpartition(".")[0] for kind in GROUP_KINDS]
+    assert packages == list(KINDS)
+    assert [kind.kind for kind in GROUP_KINDS] == [k.rpartition(".")[2] for k in KINDS]
