@@ -4,11 +4,11 @@ Pure Python with no I/O of its own (no sockets, no asyncio, no clock): requests 
 records and events out. See docs/engine.md for the theory of operation.
 """
 
+from .classic import GroupState, GroupView, MemberView
 from .config import CoordinatorConfig
 from .coordinator import CleanupResult, GroupCoordinator
 from .errors import Errors, ReplayError
 from .events import GroupEvent, RebalanceCause, RemovalReason
-from .group import GroupView, MemberView
 from .handoff import HandoffGroupView, HandoffMemberView, HandoffState
 from .hashing import partition_for
 from .log import LogAppendError, MemoryLog, RecordLog, SqliteLog
@@ -52,7 +52,6 @@ from .responses import (
     PartitionResult,
     SyncGroupResponse,
 )
-from .state import GroupState
 
 __all__ = [
     "Assignment",

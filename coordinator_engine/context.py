@@ -12,35 +12,50 @@ here, one object every manager is given at construction:
 - the `TimerQueue` every manager arms its keyed timers in (the façade fires them and hands each
   due key to the manager that registered its first element);
 - `groups`, every group this coordinator holds, keyed by id, one map for all group kinds as in
-  Kafka (classic and handoff groups);
+  Kafka; a `Group` names its kind, and the façade hands it to that kind's manager;
 - the queues of completed replies and events of the current call, which `drain` releases
   (replies first, then events) once the call's work is done.
 
 Managers reach each other only through this object and the `GroupKind` hooks below, never
-through each other's private state. See docs/engine.md, "Layout".
+through each other's private state. `GroupManager` is what the façade asks of the manager of a
+group kind. This module names no kind: the kinds' packages import it, never the other way.
+See docs/engine.md, "Layout".
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from .config import CoordinatorConfig
 from .errors import InvalidGroupIdError, NotCoordinatorError
 from .events import GroupEvent
-from .group import ClassicGroup
 from .hashing import partition_for
 from .log import LogAppendError, RecordLog
+from .records import RecordType
 from .reply import Reply
 from .requests import OffsetCommitRequest
+from .responses import DescribedGroup, ListedGroup
 from .timers import TimerQueue
 
-if TYPE_CHECKING:
-    from .handoff import HandoffGroup
 
-#: The metadata of one group, whatever its kind: classic (`group.py`) or handoff (`handoff.py`).
-Group: TypeAlias = "ClassicGroup | HandoffGroup"
+class Group(Protocol):
+    """The metadata of one group, whatever its kind (each kind's ``group`` module): what the
+    shared code reads of it. ``kind`` names the group's kind, and so the manager the façade
+    hands it to."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    def view(self) -> object:
+        """A frozen snapshot for the host (`GroupCoordinator.group`)."""
+        ...
+
+
 #: A timer's key: its first element names the timer's kind (and so its manager), the second
 #: its group.
 TimerKey = tuple[Any, ...]
@@ -48,6 +63,8 @@ TimerKey = tuple[Any, ...]
 Record = tuple[bytes, bytes | None]
 #: A request handler: the request and the time, to a reply (done now or later).
 Handler = Callable[[Any, int], Reply[Any]]
+
+G = TypeVar("G", contravariant=True)
 
 
 class CoordinatorContext:
@@ -184,3 +201,53 @@ class GroupKind(Protocol):
         """Apply a deletion whose records (if any) are durable: the group goes Dead and is
         dropped, with its timers."""
         ...
+
+
+class GroupManager(Protocol[G]):
+    """What the façade needs of the manager of one group kind (G: the kind's group class), so
+    that a kind is added by registering its manager (`coordinator.GROUP_KINDS`) and the façade
+    routes by table, built once: by request type, by a timer key's first element, by a record
+    key's class, by a group's ``kind``. The `GroupKind` hooks are the same as the offsets
+    manager's, for the kind's own groups."""
+
+    #: The kind's name: what its groups carry in ``kind``.
+    kind: ClassVar[str]
+    #: The first elements of the timer keys it arms.
+    timer_kinds: ClassVar[tuple[str, ...]]
+    #: The record types it writes and replays.
+    record_types: ClassVar[tuple[RecordType, ...]]
+
+    def __init__(self, ctx: CoordinatorContext) -> None: ...
+
+    def handlers(self) -> dict[type, Handler]:
+        """The requests it answers, by type."""
+        ...
+
+    def fire(self, key: TimerKey, now: int) -> None:
+        """One of its timers is due."""
+        ...
+
+    def replay(self, key: Any, value: Any, now: int) -> None:
+        """Apply one of its records at load (``value`` decoded; None for a tombstone)."""
+        ...
+
+    def on_loaded(self, now: int) -> None:
+        """The log is read: re-arm its timers."""
+        ...
+
+    def describe(self, group: G) -> DescribedGroup:
+        """One of its groups in a DescribeGroups answer."""
+        ...
+
+    def listed_groups(self, states: set[str]) -> list[ListedGroup]:
+        """ListGroups' entries for its groups (``states`` lower-cased; empty: all)."""
+        ...
+
+    def create_simple_group(self, group_id: str, now: int) -> Group: ...
+    def is_simple(self, group: G) -> bool: ...
+    def is_empty(self, group: G) -> bool: ...
+    def validate_offset_commit(self, group: G, req: OffsetCommitRequest, now: int) -> None: ...
+    def offset_delete_subscribed(self, group: G, topics: Sequence[str]) -> set[str] | None: ...
+    def offset_expiration_condition(self, group: G) -> tuple[int | None, frozenset[str]] | None: ...
+    def group_tombstones(self, group: G) -> list[Record]: ...
+    def remove_group(self, group: G, now: int, reason: str, *, tombstoned: bool) -> None: ...

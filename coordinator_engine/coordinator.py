@@ -20,21 +20,23 @@ Layout
 ------
 As in Kafka's group-coordinator module, where a `GroupCoordinatorShard` routes each request of
 its partition to a `GroupMetadataManager` or the `OffsetMetadataManager`, `GroupCoordinator`
-keeps the public API and routes:
+keeps the public API and routes, by tables built once from `GROUP_KINDS` (each kind's manager
+declares its requests, timer kinds and record types; no entry may be claimed twice):
 
-- JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, ListGroups, the rebalance
-  timers and GroupMetadata records to the `ClassicGroupManager` (`classic.py`);
+- each group kind's requests, timers and records to the manager of its package: `classic/`
+  (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the rebalance timers, GroupMetadata records)
+  and `handoff/` (HandoffHeartbeat, the handoff session timers, HandoffGroup records, and the
+  host facts: `set_partition_store_available`, `set_discovery_available`,
+  `set_topic_partitions`);
 - OffsetCommit, OffsetFetch, OffsetDelete, expiry and OffsetCommit records to the
-  `OffsetsManager` (`offsets.py`);
-- HandoffHeartbeat, the handoff session timers and HandoffGroup records to the
-  `HandoffGroupManager` (`handoff.py`, seed 004's handoff groups), with the two outage
-  switches and the partition store's counts (`set_partition_store_available`,
-  `set_discovery_available`, `set_topic_partitions`);
+  `OffsetsManager` (`offsets.py`), which asks the manager of a group's kind (by the group's
+  `kind`) through the `GroupKind` hooks;
 - and does itself what spans the managers, as Kafka's shard does: DescribeGroups and ListGroups
   (each manager describes and lists its own groups), `cleanup` (Kafka's
   `cleanupGroupMetadata`), DeleteGroups (`deleteGroups`) and the replay of the log, record by
-  record to the manager of its kind (`replay`, then each manager's `on_loaded`).
+  record to the manager of its record type (`replay`, then each manager's `on_loaded`).
 
+A kind never imports another, and only this module (and the package root) imports the kinds.
 The managers share one `CoordinatorContext` (`context.py`): config, log, timers, the groups,
 the reply and event queues. See docs/engine.md, "Layout".
 """
@@ -43,29 +45,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, TypeVar, cast, overload
 
-from .classic import ADMIN_REMOVAL_REASONS, TIMER_KINDS, ClassicGroupManager
+from .classic import ClassicGroupManager, GroupView
 from .config import CoordinatorConfig
-from .context import CoordinatorContext, Group, Handler, Record, TimerKey
+from .context import CoordinatorContext, Group, GroupManager, Handler, Record, TimerKey
 from .errors import CoordinatorError, Errors, ReplayError, error_code_of
 from .events import GroupEvent
-from .group import GroupView
-from .handoff import TIMER_KINDS as HANDOFF_TIMER_KINDS
-from .handoff import HandoffGroup, HandoffGroupManager, HandoffGroupView
+from .handoff import HandoffGroupManager, HandoffGroupView
 from .log import MemoryLog, RecordLog
 from .offsets import OffsetsManager
 from .records import (
+    OFFSET_COMMIT,
     CorruptRecordError,
-    GroupMetadataKey,
-    HandoffGroupKey,
-    OffsetCommitKey,
     OffsetCommitValue,
+    RecordType,
     UnknownRecordTypeError,
-    decode_group_metadata_value,
-    decode_handoff_group_value,
-    decode_key,
-    decode_offset_commit_value,
+    key_decoder,
 )
 from .reply import Reply
 from .requests import (
@@ -85,6 +81,7 @@ from .requests import (
 from .responses import (
     DeleteGroupResult,
     DeleteGroupsResponse,
+    DescribedGroup,
     DescribeGroupsResponse,
     HandoffHeartbeatResponse,
     HeartbeatResponse,
@@ -97,9 +94,22 @@ from .responses import (
     SyncGroupResponse,
 )
 
-__all__ = ["ADMIN_REMOVAL_REASONS", "CleanupResult", "GroupCoordinator"]
+__all__ = ["CleanupResult", "GroupCoordinator", "decode_key"]
 
 NONE = Errors.NONE
+
+#: The group kinds, each a package with its manager (docs/engine.md, "Adding a group kind").
+#: The façade builds its routing tables from them once, at construction.
+GROUP_KINDS: tuple[type[GroupManager[Any]], ...] = (ClassicGroupManager, HandoffGroupManager)
+#: The kind of a group that only offsets made (Kafka's simple group is a classic group).
+SIMPLE_GROUP_KIND = ClassicGroupManager.kind
+#: Every record type of the log: the offsets', then each kind's.
+RECORD_TYPES: tuple[RecordType, ...] = (
+    OFFSET_COMMIT,
+    *(record_type for kind in GROUP_KINDS for record_type in kind.record_types),
+)
+#: The log's key decoder: a record key of any of `RECORD_TYPES`, chosen by its version.
+decode_key = key_decoder(RECORD_TYPES)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -112,55 +122,39 @@ class CleanupResult:
 
 class _GroupKinds:
     """The `GroupKind` the offsets manager is given: each call goes to the manager of the
-    group's kind (a simple group, made only by offsets, is a classic one)."""
+    group's kind (a simple group, made only by offsets, is of `SIMPLE_GROUP_KIND`)."""
 
-    def __init__(self, classic: ClassicGroupManager, handoff: HandoffGroupManager) -> None:
-        self._classic = classic
-        self._handoff = handoff
+    def __init__(self, managers: dict[str, GroupManager[Any]]) -> None:
+        self._managers = managers
+        self._simple = managers[SIMPLE_GROUP_KIND]
 
     def create_simple_group(self, group_id: str, now: int) -> Group:
-        return self._classic.create_simple_group(group_id, now)
+        return self._simple.create_simple_group(group_id, now)
 
     def is_simple(self, group: Group) -> bool:
-        if isinstance(group, HandoffGroup):
-            return self._handoff.is_simple(group)
-        return self._classic.is_simple(group)
+        return self._managers[group.kind].is_simple(group)
 
     def is_empty(self, group: Group) -> bool:
-        if isinstance(group, HandoffGroup):
-            return self._handoff.is_empty(group)
-        return self._classic.is_empty(group)
+        return self._managers[group.kind].is_empty(group)
 
     def validate_offset_commit(self, group: Group, req: OffsetCommitRequest, now: int) -> None:
-        if isinstance(group, HandoffGroup):
-            self._handoff.validate_offset_commit(group, req, now)
-        else:
-            self._classic.validate_offset_commit(group, req, now)
+        self._managers[group.kind].validate_offset_commit(group, req, now)
 
     def offset_delete_subscribed(self, group: Group, topics: Sequence[str]) -> set[str] | None:
-        if isinstance(group, HandoffGroup):
-            return self._handoff.offset_delete_subscribed(group, topics)
-        return self._classic.offset_delete_subscribed(group, topics)
+        return self._managers[group.kind].offset_delete_subscribed(group, topics)
 
     def offset_expiration_condition(self, group: Group) -> tuple[int | None, frozenset[str]] | None:
-        if isinstance(group, HandoffGroup):
-            return self._handoff.offset_expiration_condition(group)
-        return self._classic.offset_expiration_condition(group)
+        return self._managers[group.kind].offset_expiration_condition(group)
 
     def group_tombstones(self, group: Group) -> list[Record]:
-        if isinstance(group, HandoffGroup):
-            return self._handoff.group_tombstones(group)
-        return self._classic.group_tombstones(group)
+        return self._managers[group.kind].group_tombstones(group)
 
     def remove_group(self, group: Group, now: int, reason: str, *, tombstoned: bool) -> None:
-        if isinstance(group, HandoffGroup):
-            self._handoff.remove_group(group, now, reason, tombstoned=tombstoned)
-        else:
-            self._classic.remove_group(group, now, reason, tombstoned=tombstoned)
+        self._managers[group.kind].remove_group(group, now, reason, tombstoned=tombstoned)
 
 
 class GroupCoordinator:
-    """Kafka's classic group coordinator, and seed 004's handoff groups beside it. See the
+    """Kafka's classic group coordinator, and handoff groups beside it. See the
     module docstring and docs/engine.md."""
 
     def __init__(
@@ -174,23 +168,41 @@ class GroupCoordinator:
         ctx = self._ctx = CoordinatorContext(self.config, self.log)
         self._groups = ctx.groups
         self._timers = ctx.timers
-        self._classic = ClassicGroupManager(ctx)
-        self._handoff = HandoffGroupManager(ctx)
-        self._kinds = _GroupKinds(self._classic, self._handoff)
+        managers = [kind(ctx) for kind in GROUP_KINDS]
+        self._managers: dict[str, GroupManager[Any]] = _merge(
+            "group kind", [{m.kind: m} for m in managers]
+        )
+        self._kinds = _GroupKinds(self._managers)
         self._offsets = OffsetsManager(ctx, self._kinds)
-        self._handlers: dict[type, Handler] = {
-            **self._classic.handlers(),
-            **self._handoff.handlers(),
-            **self._offsets.handlers(),
+        # The façade's own API reaches two kinds by name: trigger_rebalance (classic groups)
+        # and the host facts of handoff groups.
+        self._classic = self._manager(ClassicGroupManager)
+        self._handoff = self._manager(HandoffGroupManager)
+        # Routing tables, built once: by request type, by a timer key's first element, by a
+        # record key's class. No two kinds may claim the same entry (nor the same name).
+        own: dict[type, Handler] = {
             DescribeGroupsRequest: self._describe_groups,
             ListGroupsRequest: self._list_groups,
             DeleteGroupsRequest: self._delete_groups,
         }
-        self._timer_routes: dict[str, Callable[[TimerKey, int], None]] = {
-            **dict.fromkeys(TIMER_KINDS, self._classic.fire),
-            **dict.fromkeys(HANDOFF_TIMER_KINDS, self._handoff.fire),
-        }
+        self._handlers: dict[type, Handler] = _merge(
+            "request", [*(m.handlers() for m in managers), self._offsets.handlers(), own]
+        )
+        self._timer_routes: dict[str, Callable[[TimerKey, int], None]] = _merge(
+            "timer kind", [dict.fromkeys(m.timer_kinds, m.fire) for m in managers]
+        )
+        replays: list[dict[type, tuple[RecordType, Callable[[Any, Any, int], None]]]] = [
+            {OFFSET_COMMIT.key_class: (OFFSET_COMMIT, self._offsets.replay)}
+        ]
+        for m in managers:
+            replays.append({t.key_class: (t, m.replay) for t in m.record_types})
+        self._record_routes = _merge("record type", replays)
         self._replay(now_ms)
+
+    def _manager(self, kind: type[_M]) -> _M:
+        manager = self._managers[kind.kind]
+        assert isinstance(manager, kind)
+        return manager
 
     # ---------------------------------------------------------------- public API
 
@@ -253,7 +265,7 @@ class GroupCoordinator:
         """A snapshot of a group: a `GroupView` for a classic group, a `HandoffGroupView` for
         a handoff group (docs/engine.md, "Handoff groups")."""
         group = self._groups.get(group_id)
-        return None if group is None else group.view()
+        return None if group is None else cast(GroupView | HandoffGroupView, group.view())
 
     # ---------------------------------------------------------------- handoff groups' host facts
 
@@ -268,15 +280,15 @@ class GroupCoordinator:
         self._ctx.drain()
 
     def set_partition_store_available(self, available: bool, now_ms: int) -> None:
-        """Seed 004's partition store is reachable or not. While it (or the discovery) is not,
-        no handoff group makes a new plan: the current assignments are kept; when both are
-        back, every handoff group is planned once."""
+        """The handoff groups' partition store is reachable or not. While it (or the
+        discovery) is not, no handoff group makes a new plan: the current assignments are
+        kept; when both are back, every handoff group is planned once."""
         self._fire_due(now_ms)
         self._handoff.set_available(store=bool(available), discovery=None, now=now_ms)
         self._ctx.drain()
 
     def set_discovery_available(self, available: bool, now_ms: int) -> None:
-        """Seed 004's service discovery is reachable or not; see
+        """The handoff groups' service discovery is reachable or not; see
         `set_partition_store_available`."""
         self._fire_due(now_ms)
         self._handoff.set_available(store=None, discovery=bool(available), now=now_ms)
@@ -284,13 +296,14 @@ class GroupCoordinator:
 
     @property
     def discovery_available(self) -> bool:
-        """Whether seed 004's service discovery is reachable (`set_discovery_available`):
+        """Whether the handoff groups' service discovery is reachable (`set_discovery_available`):
         a host that learns of departures from its discovery acts on them only while it is."""
         return self._handoff.discovery_available
 
     @property
     def partition_store_available(self) -> bool:
-        """Whether seed 004's partition store is reachable (`set_partition_store_available`)."""
+        """Whether the handoff groups' partition store is reachable
+        (`set_partition_store_available`)."""
         return self._handoff.partition_store_available
 
     def group_ids(self) -> list[str]:
@@ -356,21 +369,34 @@ class GroupCoordinator:
     def _describe_groups(
         self, req: DescribeGroupsRequest, now: int
     ) -> Reply[DescribeGroupsResponse]:
-        """Kafka's `handleDescribeGroup`: each group described by the manager of its kind."""
+        """Kafka's `handleDescribeGroup`: each group described by the manager of its kind; an
+        unknown group is described as Dead."""
         out = []
         for group_id in req.group_ids:
-            group = self._groups.get(group_id)
-            owns = self._ctx.owns
-            if isinstance(group, HandoffGroup) and (owns is None or owns(group_id)):
-                out.append(self._handoff.describe(group))
+            try:
+                self._ctx.validate_group(group_id, allow_empty_id=True)
+            except CoordinatorError as exc:
+                code, group = error_code_of(exc), None
             else:
-                out.append(self._classic.describe(group_id))
+                code, group = NONE, self._groups.get(group_id)
+            if group is not None:
+                out.append(self._managers[group.kind].describe(group))
+                continue
+            out.append(
+                DescribedGroup(
+                    error_code=code,
+                    group_id=group_id,
+                    group_state="Dead" if code is NONE else "",
+                    protocol_type="",
+                    protocol_data="",
+                )
+            )
         return Reply.of(DescribeGroupsResponse(groups=tuple(out)))
 
     def _list_groups(self, req: ListGroupsRequest, now: int) -> Reply[ListGroupsResponse]:
         """Kafka's `handleListGroups` (KIP-518 filter, case-insensitive): every kind, by id."""
         states = {state.lower() for state in req.states_filter}
-        listed = self._classic.listed_groups(states) + self._handoff.listed_groups(states)
+        listed = [g for m in self._managers.values() for g in m.listed_groups(states)]
         listed.sort(key=lambda g: g.group_id)
         return Reply.of(ListGroupsResponse(error_code=NONE, groups=tuple(listed)))
 
@@ -404,33 +430,17 @@ class GroupCoordinator:
         unknown types are skipped, as Kafka's loader skips an `UnknownKey`; any other
         undecodable record raises `ReplayError`."""
         owns = self._ctx.owns
-        apply_offset = self._offsets.apply
-        replay_group = self._classic.replay
+        routes = self._record_routes
         for position, (key, value) in enumerate(self.log.read()):
             kind = "key"
             try:
                 record_key = decode_key(key)
-                match record_key:
-                    case OffsetCommitKey(group=group_id, topic=topic, partition=partition):
-                        kind = "OffsetCommit"
-                        if owns is not None and not owns(group_id):
-                            continue
-                        offset = None if value is None else decode_offset_commit_value(value)
-                        apply_offset(group_id, topic, partition, offset)
-                    case GroupMetadataKey(group=group_id):
-                        kind = "GroupMetadata"
-                        if owns is not None and not owns(group_id):
-                            continue
-                        metadata = None if value is None else decode_group_metadata_value(value)
-                        replay_group(group_id, metadata, now)
-                    case HandoffGroupKey(group=group_id):
-                        kind = "HandoffGroup"
-                        if owns is not None and not owns(group_id):
-                            continue
-                        handoff = None if value is None else decode_handoff_group_value(value)
-                        self._handoff.replay(group_id, handoff, now)
-                    case _:  # pragma: no cover - decode_key returns only the two kinds
-                        raise ReplayError(position, kind, f"unexpected key {record_key!r}")
+                record_type, replay = routes[type(record_key)]
+                kind = record_type.name
+                if owns is not None and not owns(record_key.group):
+                    continue
+                decoded = None if value is None else record_type.decode_value(value)
+                replay(record_key, decoded, now)
             except UnknownRecordTypeError:
                 # Kafka's loader skips keys it does not know (KIP-848 records, or a left-over
                 # of an aborted upgrade) with a warning; so does this one.
@@ -438,6 +448,22 @@ class GroupCoordinator:
             except CorruptRecordError as exc:
                 raise ReplayError(position, kind if kind != "key" else exc.kind, str(exc)) from exc
         self._offsets.on_loaded(now)
-        self._classic.on_loaded(now)
-        self._handoff.on_loaded(now)
+        for manager in self._managers.values():
+            manager.on_loaded(now)
         self._ctx.events.clear()
+
+
+_M = TypeVar("_M", bound=GroupManager[Any])
+_V = TypeVar("_V")
+
+
+def _merge(what: str, tables: Sequence[dict[Any, _V]]) -> dict[Any, _V]:
+    """One routing table from the tables of several managers; an entry claimed twice is a
+    registration error."""
+    merged: dict[Any, _V] = {}
+    for table in tables:
+        for key, value in table.items():
+            if key in merged:
+                raise ValueError(f"{what} {key!r} is registered twice")
+            merged[key] = value
+    return merged

@@ -109,7 +109,8 @@ def error_code_of(exc: CoordinatorError) -> Errors:
 
 
 class IllegalStateTransition(RuntimeError):
-    """A transition the table in `state.py` does not allow: always a bug in the engine."""
+    """A transition a group kind's state table (its `state.py`) does not allow: always a bug
+    in the engine."""
 
 
 class ReplayError(RuntimeError):

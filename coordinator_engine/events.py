@@ -230,9 +230,9 @@ EVENT_TYPES: dict[str, type[GroupEvent]] = {
 }
 
 
-# -- handoff groups (seed 004; docs/engine.md, "Handoff groups") ---------------------------------
-# Partitions are [[topic, partition], ...] sorted. A handoff group also emits StateChanged (the
-# seed's state names), MemberRemoved ("left", "session_timeout") and GroupRemoved. These types
+# -- handoff groups (docs/engine.md, "Handoff groups") -------------------------------------------
+# Partitions are [[topic, partition], ...] sorted. A handoff group also emits StateChanged (its
+# own state names), MemberRemoved ("left", "session_timeout") and GroupRemoved. These types
 # are kept in their own registry (HANDOFF_EVENT_TYPES / HANDOFF_EVENT_SCHEMAS) beside the
 # classic protocol's; event_from_json reads both.
 

@@ -1,6 +1,6 @@
 """The durable record log: where the coordinator's records go before any reply is released.
 
-The engine produces ``(key, value)`` records (see ``records.py``; ``None`` value = tombstone);
+The engine produces ``(key, value)`` records (``records``; a ``None`` value is a tombstone);
 the runtime appends them to a :class:`RecordLog` and only then releases the replies that
 depend on them, as Kafka's coordinator waits for the append to ``__consumer_offsets`` before
 answering. At start-up the log is read back from the beginning and replayed.

@@ -29,7 +29,12 @@ from functools import lru_cache
 from .context import CoordinatorContext, Group, GroupKind, Handler, Record
 from .errors import CoordinatorError, Errors, IllegalGenerationError, error_code_of
 from .events import OffsetsCommitted, OffsetsRemoved
-from .records import OffsetCommitValue, offset_commit_records, offset_commit_tombstone
+from .records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    offset_commit_records,
+    offset_commit_tombstone,
+)
 from .reply import Reply
 from .requests import OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest
 from .responses import (
@@ -106,6 +111,10 @@ class OffsetsManager:
         if offsets is None:
             offsets = self._offsets[group_id] = {}
         offsets[topic, partition] = value
+
+    def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None, now: int) -> None:
+        """Apply an OffsetCommit record at load."""
+        self.apply(key.group, key.topic, key.partition, value)
 
     def _apply_batch(
         self, group_id: str, values: Sequence[tuple[str, int, OffsetCommitValue]]

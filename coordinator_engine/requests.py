@@ -424,7 +424,7 @@ class DeleteGroupsRequest:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class HandoffHeartbeatRequest:
-    """HandoffHeartbeat: a member of a handoff group (seed 004) reports and asks what to do,
+    """HandoffHeartbeat: a member of a handoff group reports and asks what to do,
     modelled on KIP-848's ConsumerGroupHeartbeat. See docs/engine.md, "Handoff groups".
 
     member_id: chosen by the member, never empty (KIP-1082).

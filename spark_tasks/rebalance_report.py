@@ -7,9 +7,9 @@ The input is the engine's event history (``spark_tasks.schema``), ordered within
 ``seq``. Only six event types matter here: ``StateChanged``, ``GenerationStarted``,
 ``MemberJoined``, ``MemberRemoved``, ``StaticMemberReplaced`` and ``AssignmentStored``.
 
-Rebalance boundaries (``coordinator_engine.state``). A rebalance *starts* when the group moves
-Stable → PreparingRebalance or Empty → PreparingRebalance; its id is that event's ``seq``. It may
-loop CompletingRebalance → PreparingRebalance (a *restart*: same rebalance, one more
+Rebalance boundaries (``coordinator_engine.classic.state``). A rebalance *starts* when the group
+moves Stable → PreparingRebalance or Empty → PreparingRebalance; its id is that event's ``seq``. It
+may loop CompletingRebalance → PreparingRebalance (a *restart*: same rebalance, one more
 generation). It *ends* at its first move to Stable (completed: the leader's assignment was
 stored), Empty (the join phase ended with nobody) or Dead (the group was deleted or unloaded);
 with no such move yet it is *open* (``end_state`` null). An event belongs to the rebalance whose
@@ -92,7 +92,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
-from coordinator_engine.state import GroupState
+from coordinator_engine.classic.state import GroupState
 
 from .duplicates import classic_holdings, duplicate_windows, forced_removals
 from .events import (

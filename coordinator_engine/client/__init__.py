@@ -22,7 +22,7 @@ See ``group_client.py`` for the theory of operation, ``events.py`` for what the 
 speaks (JoinGroup metadata, the leader's assignment).
 
 ``HandoffClient`` (``handoff_client.py``, configured by ``HandoffConfig``) is a member of a
-handoff group (seed 004), driven the same way; it closes and starts partitions as the
+handoff group, driven the same way; it closes and starts partitions as the
 coordinator asks (``PartitionsToClose`` → ``partitions_stopped(positions)``,
 ``PartitionsToStart``).
 """

@@ -1,4 +1,4 @@
-"""``HandoffClient``: one member of a handoff group (seed 004), as a sans-IO state machine.
+"""``HandoffClient``: one member of a handoff group, as a sans-IO state machine.
 
 Theory of operation
 ===================
@@ -333,7 +333,7 @@ class HandoffClient:
 
     def connection_lost(self, now_ms: int) -> None:
         """The host's connection to the coordinator ended. A coordinator that learns of its
-        members from their connections (seed 004's discovery; the lab's server) has removed
+        members from their connections (the handoff discovery; the lab's server) has removed
         this member already and may have given its partitions away: everything is lost now,
         and the member joins again with a fresh id once it can send."""
         now = self._tick(now_ms)

@@ -1,7 +1,7 @@
 // The group state machines as the page draws them: for a classic group the five states and
-// the transitions between them (coordinator_engine/state.py TRANSITIONS), for a handoff group
-// seed 004's four (coordinator_engine/handoff.py TRANSITIONS, the table of docs/engine.md,
-// "Handoff groups"); plain-words help, and the geometry of the graph. Pure module;
+// the transitions between them (coordinator_engine/classic/state.py TRANSITIONS), for a
+// handoff group its four (coordinator_engine/handoff/state.py TRANSITIONS, the table of
+// docs/engine.md, "Handoff groups"); plain-words help, and the geometry of the graph. Pure module;
 // statemachine.js draws one of them with d3.
 
 export const STATES = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"];

@@ -30,6 +30,8 @@ from coordinator_engine import (
     SyncGroupRequest,
     TopicPartition,
 )
+from coordinator_engine.classic.records import decode_group_metadata_value
+from coordinator_engine.coordinator import decode_key
 from coordinator_engine.errors import Errors
 from coordinator_engine.events import GroupEvent
 from coordinator_engine.records import (
@@ -37,8 +39,6 @@ from coordinator_engine.records import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
-    decode_group_metadata_value,
-    decode_key,
     decode_offset_commit_value,
 )
 from coordinator_engine.reply import Reply

@@ -24,6 +24,7 @@ from coordinator_engine import (
     PartitionResult,
     partition_for,
 )
+from coordinator_engine.classic.records import group_metadata_record
 from coordinator_engine.consumer_protocol import ConsumerProtocolSubscription, encode_subscription
 from coordinator_engine.events import (
     GroupRemoved,
@@ -36,7 +37,6 @@ from coordinator_engine.records import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
-    group_metadata_record,
     offset_commit_record,
 )
 from tests.engine.harness import GROUP, TEST_CONFIG, Context, FlakyLog

@@ -22,12 +22,9 @@ from coordinator_engine import (
     SqliteLog,
     partition_for,
 )
+from coordinator_engine.classic.records import group_metadata_tombstone
 from coordinator_engine.events import MemberRemoved
-from coordinator_engine.records import (
-    OffsetCommitValue,
-    group_metadata_tombstone,
-    offset_commit_record,
-)
+from coordinator_engine.records import OffsetCommitValue, offset_commit_record
 from tests.engine.harness import (
     FOLLOWER_INSTANCE,
     GROUP,

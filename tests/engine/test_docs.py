@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from coordinator_engine.state import TRANSITIONS
+from coordinator_engine.classic.state import TRANSITIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -27,6 +27,7 @@ from coordinator_engine import (
     TopicPartition,
 )
 from coordinator_engine.consumer_protocol import decode_assignment
+from coordinator_engine.coordinator import decode_key
 from coordinator_engine.events import (
     HANDOFF_EVENT_SCHEMAS,
     HANDOFF_EVENT_TYPES,
@@ -36,16 +37,15 @@ from coordinator_engine.events import (
     event_from_json,
 )
 from coordinator_engine.handoff import TRANSITIONS, HandoffGroupView, HandoffState, plan
-from coordinator_engine.records import (
-    CorruptRecordError,
+from coordinator_engine.handoff.records import (
     HandoffGroupKey,
     HandoffGroupValue,
     HandoffMemberValue,
     decode_handoff_group_value,
-    decode_key,
     encode_handoff_group_value,
     handoff_group_record,
 )
+from coordinator_engine.records import CorruptRecordError
 from coordinator_engine.requests import HandoffHeartbeatRequest
 from coordinator_engine.responses import HandoffHeartbeatResponse
 

@@ -14,6 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from coordinator_engine.classic.records import (
+    decode_group_metadata_value,
+    encode_group_metadata_value,
+    group_metadata_record,
+    group_metadata_tombstone,
+)
+from coordinator_engine.coordinator import decode_key
 from coordinator_engine.records import (
     CorruptRecordError,
     GroupMetadataKey,
@@ -22,13 +29,8 @@ from coordinator_engine.records import (
     OffsetCommitKey,
     OffsetCommitValue,
     UnknownRecordTypeError,
-    decode_group_metadata_value,
-    decode_key,
     decode_offset_commit_value,
-    encode_group_metadata_value,
     encode_offset_commit_value,
-    group_metadata_record,
-    group_metadata_tombstone,
     offset_commit_record,
     offset_commit_tombstone,
 )

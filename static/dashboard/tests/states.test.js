@@ -16,8 +16,8 @@ import {
 } from "../states.js";
 
 test("the transitions are the engine's table", () => {
-  // coordinator_engine/state.py is the one place that says which transitions exist.
-  const source = readFileSync(new URL("../../../coordinator_engine/state.py", import.meta.url), "utf8");
+  // coordinator_engine/classic/state.py is the one place that says which transitions exist.
+  const source = readFileSync(new URL("../../../coordinator_engine/classic/state.py", import.meta.url), "utf8");
   const names = { Empty: "Empty", PreparingRebalance: "PreparingRebalance", CompletingRebalance: "CompletingRebalance", Stable: "Stable", Dead: "Dead" };
   const engine = [...source.matchAll(/\((\w+), (\w+)\): "([^"]+)"/g)].map((m) => [names[m[1]], names[m[2]], m[3]]);
   assert.equal(engine.length, 11);
@@ -41,7 +41,7 @@ test("edges both ways between two states bow to different sides", () => {
 });
 
 test("the handoff diagram's transitions are the table of docs/engine.md", () => {
-  // The engine checks the same table against coordinator_engine/handoff.py TRANSITIONS.
+  // The engine checks the same table against coordinator_engine/handoff/state.py TRANSITIONS.
   const doc = readFileSync(new URL("../../../docs/engine.md", import.meta.url), "utf8");
   const table = doc.split("<!-- handoff-transitions:start -->")[1].split("<!-- handoff-transitions:end -->")[0];
   const rows = [...table.matchAll(/^\| (\w+) \| (\w+) \| (.+) \|$/gm)].filter((m) => m[1] !== "from");

@@ -23,7 +23,7 @@ from coordinator_engine import (
     PartitionOffset,
     TopicPartition,
 )
-from coordinator_engine.coordinator import ADMIN_REMOVAL_REASONS
+from coordinator_engine.classic import ADMIN_REMOVAL_REASONS
 from coordinator_engine.handoff import HandoffGroupView, HandoffState
 
 from .catalogue import HOUR_MS, MINUTE_MS, SECOND_MS, GroupSpec

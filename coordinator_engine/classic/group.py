@@ -1,6 +1,6 @@
 """A classic group's in-memory metadata (Kafka's `GroupMetadata` / `MemberMetadata`).
 
-The classic-group manager (`classic.py`) owns these objects and is the only one to change
+The classic-group manager (`manager.py`) owns these objects and is the only one to change
 them; the outside world sees frozen `GroupView` / `MemberView` snapshots. Member order is the
 order members entered the group (a dict's insertion order, replayed from the order of the stored
 member list): every choice that Kafka leaves to hash-map order (the new leader, protocol-vote
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, subscribed_topics
+from ..consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, subscribed_topics
 from .state import GroupState
 
 if TYPE_CHECKING:
-    from .reply import Reply
-    from .responses import JoinGroupResponse, SyncGroupResponse
+    from ..reply import Reply
+    from ..responses import JoinGroupResponse, SyncGroupResponse
 
 
 class Member:
@@ -119,6 +119,8 @@ class ClassicGroup:
     """One group's metadata: durable part (generation, protocol, leader, members, assignments)
     and soft part (state, pending members, parked replies). Its committed offsets are kept by
     the offsets manager (`offsets.py`)."""
+
+    kind: ClassVar[str] = "classic"
 
     def __init__(self, group_id: str, now_ms: int) -> None:
         self.group_id = group_id

@@ -1,12 +1,12 @@
-"""Handoff groups: seed 004's rebalance mode, a second group kind beside the classic one.
+"""Handoff groups' manager: the handoff rebalance mode, a group kind beside the classic one.
 
 Theory of operation
 -------------------
 In a classic rebalance a partition may be consumed twice while it moves (the new owner may
-fetch before the old one committed). Seed 004's Coordinator decides the assignment itself and
-moves a partition in two confirmed steps: the old owner **closes** it (stops, commits, confirms)
-and only then may the new owner **start** it. The group walks the seed's states Initial →
-Starting → Stable → Closing (→ Starting → Stable), one per group here.
+fetch before the old one committed). A handoff group's coordinator decides the assignment
+itself and moves a partition in two confirmed steps: the old owner **closes** it (stops,
+commits, confirms) and only then may the new owner **start** it. The group walks the states
+Initial → Starting → Stable → Closing (→ Starting → Stable) of `state.py`.
 
 Members speak one request, `HandoffHeartbeatRequest`, modelled on KIP-848's
 ConsumerGroupHeartbeat: it carries the member's subscription and its confirmations (`closed`,
@@ -21,7 +21,7 @@ topics or the partition counts changed, unless the partition store or the servic
 is unavailable (the two switches), in which case the current assignment is kept.
 
 Records are the source of truth: every durable change builds the group's next state on a copy
-(`_Draft`), encodes it as one HandoffGroup record (key version 1004, `records.py`), appends it,
+(`_Draft`), encodes it as one HandoffGroup record (key version 1004, `records.py` here), appends it,
 and only then installs it with `apply`, the very function the replay calls. Timers
 (`("handoff-session", group, member)`) are soft and re-armed at load. See docs/engine.md,
 "Handoff groups".
@@ -30,24 +30,21 @@ and only then installs it with `apply`, the very function the replay calls. Time
 from __future__ import annotations
 
 import dataclasses
-import enum
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, NoReturn
 
-from .consumer_protocol import ConsumerProtocolAssignment, encode_assignment
-from .context import CoordinatorContext, Handler, Record, TimerKey
-from .errors import (
+from ..consumer_protocol import ConsumerProtocolAssignment, encode_assignment
+from ..context import CoordinatorContext, Handler, Record, TimerKey
+from ..errors import (
     CoordinatorError,
     Errors,
-    IllegalStateTransition,
     InconsistentGroupProtocolError,
     InvalidSessionTimeoutError,
     UnknownMemberIdError,
     error_code_of,
 )
-from .events import (
+from ..events import (
     REMOVAL_CAUSES,
     GroupEvent,
     GroupRemoved,
@@ -62,129 +59,25 @@ from .events import (
     RemovalReason,
     StateChanged,
 )
-from .group import ClassicGroup
+from ..records import RecordType
+from ..reply import Reply
+from ..requests import HandoffHeartbeatRequest, OffsetCommitRequest, TopicPartition
+from ..responses import DescribedGroup, DescribedMember, HandoffHeartbeatResponse, ListedGroup
+from .group import PROTOCOL_TYPE, TP, HandoffGroup, HandoffMember, group_value, topic_partitions
 from .records import (
+    HANDOFF_GROUP,
+    HandoffGroupKey,
     HandoffGroupValue,
-    HandoffMemberValue,
     handoff_group_record,
     handoff_group_tombstone,
 )
-from .reply import Reply
-from .requests import HandoffHeartbeatRequest, OffsetCommitRequest, TopicPartition
-from .responses import DescribedGroup, DescribedMember, HandoffHeartbeatResponse, ListedGroup
+from .state import Closing, Dead, Initial, Stable, Starting, check_transition
 
-__all__ = [
-    "PROTOCOL_TYPE",
-    "TIMER_KINDS",
-    "TRANSITIONS",
-    "HandoffGroup",
-    "HandoffGroupManager",
-    "HandoffGroupView",
-    "HandoffMember",
-    "HandoffMemberView",
-    "HandoffState",
-    "plan",
-]
+__all__ = ["TIMER_KINDS", "HandoffGroupManager", "plan"]
 
 #: The timer kinds this manager arms (the façade routes them here).
 TIMER_KINDS = ("handoff-session",)
-#: What DescribeGroups and ListGroups show as a handoff group's protocol type.
-PROTOCOL_TYPE = "handoff"
-
 NONE = Errors.NONE
-#: A partition: (topic, partition).
-TP = tuple[str, int]
-
-
-class HandoffState(enum.Enum):
-    """A handoff group's state: seed 004's names; Dead only at deletion."""
-
-    INITIAL = "Initial"
-    STARTING = "Starting"
-    STABLE = "Stable"
-    CLOSING = "Closing"
-    DEAD = "Dead"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-Initial = HandoffState.INITIAL
-Starting = HandoffState.STARTING
-Stable = HandoffState.STABLE
-Closing = HandoffState.CLOSING
-Dead = HandoffState.DEAD
-
-#: Every legal transition and what causes it (docs/engine.md, "Handoff groups", checked there).
-TRANSITIONS: dict[tuple[HandoffState, HandoffState], str] = {
-    (Initial, Starting): "the first plan gave members partitions to start",
-    (Initial, Stable): "the first plan gave nobody anything to start",
-    (Stable, Closing): "a new plan moves partitions: their owners must close them",
-    (Stable, Starting): "a new plan only adds partitions",
-    (Starting, Closing): "a new plan during the start moves partitions",
-    (Starting, Stable): "every start was confirmed, or those who had to start left",
-    (Closing, Starting): (
-        "every close was confirmed or its owner left: the moved partitions are granted"
-    ),
-    (Closing, Stable): (
-        "every close was confirmed or its owner left, and nothing is left to start"
-    ),
-    (Initial, Dead): "the group was deleted, or expired with no offsets left",
-    (Stable, Dead): "the group was deleted, or expired with no offsets left",
-}
-
-
-def check_transition(current: HandoffState, target: HandoffState) -> str:
-    """The cause of a legal move; raises `IllegalStateTransition` for any other."""
-    try:
-        return TRANSITIONS[current, target]
-    except KeyError:
-        raise IllegalStateTransition(
-            f"handoff group state cannot move from {current.value} to {target.value}"
-        ) from None
-
-
-@dataclass(slots=True)
-class HandoffMember:
-    """One member of a handoff group, with its four partition sets."""
-
-    member_id: str
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    topics: tuple[str, ...]
-    assignment: frozenset[TP] = frozenset()
-    owned: frozenset[TP] = frozenset()
-    to_start: frozenset[TP] = frozenset()
-    to_close: frozenset[TP] = frozenset()
-
-    def granted_starts(self) -> frozenset[TP]:
-        """What the member may start now: to start, granted, and not being closed."""
-        return (self.to_start & self.owned) - self.to_close
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HandoffMemberView:
-    member_id: str
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    topics: tuple[str, ...]
-    assignment: tuple[TopicPartition, ...]
-    owned: tuple[TopicPartition, ...]
-    to_start: tuple[TopicPartition, ...]
-    to_close: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HandoffGroupView:
-    """A read-only snapshot of one handoff group (`GroupCoordinator.group`)."""
-
-    group_id: str
-    state: HandoffState
-    epoch: int
-    protocol_type: str
-    members: Mapping[str, HandoffMemberView]
 
 
 def _changes_nothing(
@@ -199,97 +92,15 @@ def _changes_nothing(
     )
 
 
-def _tps(partitions: Iterable[TP]) -> tuple[TopicPartition, ...]:
-    return tuple(TopicPartition(topic=t, partition=p) for t, p in sorted(partitions))
-
-
 @functools.lru_cache(maxsize=4096)
 def _sorted_tps(partitions: frozenset[TP]) -> tuple[TopicPartition, ...]:
-    """``_tps`` of a member's set, remembered: a member's sets change at handoffs only, and a
-    heartbeat's answer repeats them."""
-    return _tps(partitions)
+    """``topic_partitions`` of a member's set, remembered: a member's sets change at handoffs
+    only, and a heartbeat's answer repeats them."""
+    return topic_partitions(partitions)
 
 
 def _json_tps(partitions: Iterable[TP]) -> list[list[Any]]:
     return [[t, p] for t, p in sorted(partitions)]
-
-
-class HandoffGroup:
-    """A handoff group's durable state (what its record holds), installed only by `apply`."""
-
-    __slots__ = ("epoch", "group_id", "members", "state", "state_timestamp_ms")
-
-    def __init__(self, group_id: str, value: HandoffGroupValue) -> None:
-        self.group_id = group_id
-        self.state = HandoffState(value.state)
-        self.epoch = value.epoch
-        self.state_timestamp_ms = value.state_timestamp
-        self.members: dict[str, HandoffMember] = {
-            m.member_id: HandoffMember(
-                member_id=m.member_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                session_timeout_ms=m.session_timeout,
-                topics=m.topics,
-                assignment=frozenset(m.assignment),
-                owned=frozenset(m.owned),
-                to_start=frozenset(m.to_start),
-                to_close=frozenset(m.to_close),
-            )
-            for m in value.members
-        }
-
-    def value(self) -> HandoffGroupValue:
-        return _value_of(self.state, self.epoch, self.state_timestamp_ms, self.members)
-
-    def subscribed_topics(self) -> frozenset[str]:
-        return frozenset(t for m in self.members.values() for t in m.topics)
-
-    def view(self) -> HandoffGroupView:
-        return HandoffGroupView(
-            group_id=self.group_id,
-            state=self.state,
-            epoch=self.epoch,
-            protocol_type=PROTOCOL_TYPE,
-            members={
-                m.member_id: HandoffMemberView(
-                    member_id=m.member_id,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    session_timeout_ms=m.session_timeout_ms,
-                    topics=m.topics,
-                    assignment=_tps(m.assignment),
-                    owned=_tps(m.owned),
-                    to_start=_tps(m.to_start),
-                    to_close=_tps(m.to_close),
-                )
-                for m in self.members.values()
-            },
-        )
-
-
-def _value_of(
-    state: HandoffState, epoch: int, state_timestamp: int, members: Mapping[str, HandoffMember]
-) -> HandoffGroupValue:
-    return HandoffGroupValue(
-        state=state.value,
-        epoch=epoch,
-        state_timestamp=state_timestamp,
-        members=tuple(
-            HandoffMemberValue(
-                member_id=m.member_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                session_timeout=m.session_timeout_ms,
-                topics=m.topics,
-                assignment=tuple(sorted(m.assignment)),
-                owned=tuple(sorted(m.owned)),
-                to_start=tuple(sorted(m.to_start)),
-                to_close=tuple(sorted(m.to_close)),
-            )
-            for m in members.values()
-        ),
-    )
 
 
 def plan(
@@ -366,7 +177,7 @@ class _Draft:
             self.members = {k: dataclasses.replace(m) for k, m in group.members.items()}
 
     def value(self) -> HandoffGroupValue:
-        return _value_of(self.state, self.epoch, self.state_timestamp, self.members)
+        return group_value(self.state, self.epoch, self.state_timestamp, self.members)
 
     def caused_by(self, cause: RebalanceCause, member_id: str) -> None:
         """`member_id` changed the group for `cause`, unless an earlier change did already."""
@@ -377,6 +188,10 @@ class _Draft:
 class HandoffGroupManager:
     """The handoff groups of one coordinator: their heartbeat, session timers, plans, records
     and replay, and the `GroupKind` hooks the offsets manager asks of them."""
+
+    kind: ClassVar[str] = HandoffGroup.kind
+    timer_kinds: ClassVar[tuple[str, ...]] = TIMER_KINDS
+    record_types: ClassVar[tuple[RecordType, ...]] = (HANDOFF_GROUP,)
 
     def __init__(self, ctx: CoordinatorContext) -> None:
         self._ctx = ctx
@@ -723,9 +538,10 @@ class HandoffGroupManager:
             return
         self._groups[group_id] = HandoffGroup(group_id, value)
 
-    def replay(self, group_id: str, value: HandoffGroupValue | None, now: int) -> None:
+    def replay(self, key: HandoffGroupKey, value: HandoffGroupValue | None, now: int) -> None:
         """Apply a HandoffGroup record at load; a later record of another kind for the same id
         replaces it (the group was deleted and created again as the other kind)."""
+        group_id = key.group
         if value is None:
             self.apply(group_id, None)
         else:
@@ -744,7 +560,7 @@ class HandoffGroupManager:
 
     # ---------------------------------------------------------------- GroupKind hooks
 
-    def create_simple_group(self, group_id: str, now: int) -> ClassicGroup:  # pragma: no cover
+    def create_simple_group(self, group_id: str, now: int) -> NoReturn:  # pragma: no cover
         raise AssertionError("a simple group is always a classic group")
 
     def is_simple(self, group: HandoffGroup) -> bool:

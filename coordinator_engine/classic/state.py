@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 
-from .errors import IllegalStateTransition
+from ..errors import IllegalStateTransition
 
 
 class GroupState(enum.Enum):

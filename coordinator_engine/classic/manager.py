@@ -30,11 +30,11 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
-from .context import CoordinatorContext, Handler, Record, TimerKey
-from .errors import (
+from ..consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
+from ..context import CoordinatorContext, Handler, Record, TimerKey
+from ..errors import (
     CoordinatorError,
     CoordinatorNotAvailableError,
     Errors,
@@ -46,7 +46,7 @@ from .errors import (
     UnknownMemberIdError,
     error_code_of,
 )
-from .events import (
+from ..events import (
     REMOVAL_CAUSES,
     AssignmentStored,
     GenerationStarted,
@@ -60,37 +60,29 @@ from .events import (
     StateChanged,
     StaticMemberReplaced,
 )
-from .group import ClassicGroup, Member
-from .records import (
-    GroupMetadataValue,
-    MemberMetadata,
-    group_metadata_record,
-    group_metadata_tombstone,
-)
-from .reply import Reply
-from .requests import (
-    DescribeGroupsRequest,
+from ..records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, RecordType
+from ..reply import Reply
+from ..requests import (
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
-    ListGroupsRequest,
     MemberIdentity,
     OffsetCommitRequest,
     SyncGroupRequest,
 )
-from .responses import (
+from ..responses import (
     DescribedGroup,
     DescribedMember,
-    DescribeGroupsResponse,
     HeartbeatResponse,
     JoinGroupMember,
     JoinGroupResponse,
     LeaveGroupResponse,
     LeaveMemberResult,
     ListedGroup,
-    ListGroupsResponse,
     SyncGroupResponse,
 )
+from .group import ClassicGroup, Member
+from .records import GROUP_METADATA, group_metadata_record, group_metadata_tombstone
 from .state import CAN_REBALANCE, GroupState, check_transition
 
 Empty = GroupState.EMPTY
@@ -122,6 +114,10 @@ def _sync_error(code: Errors) -> Reply[SyncGroupResponse]:
 class ClassicGroupManager:
     """The classic groups of one coordinator. See the module docstring and docs/engine.md."""
 
+    kind: ClassVar[str] = ClassicGroup.kind
+    timer_kinds: ClassVar[tuple[str, ...]] = TIMER_KINDS
+    record_types: ClassVar[tuple[RecordType, ...]] = (GROUP_METADATA,)
+
     def __init__(self, ctx: CoordinatorContext) -> None:
         self._ctx = ctx
         self.config = ctx.config
@@ -143,8 +139,6 @@ class ClassicGroupManager:
             SyncGroupRequest: self._sync_group,
             HeartbeatRequest: self._heartbeat,
             LeaveGroupRequest: self._leave_group,
-            DescribeGroupsRequest: self._describe_groups,
-            ListGroupsRequest: self._list_groups,
         }
 
     # ---------------------------------------------------------------- façade entry points
@@ -1328,39 +1322,10 @@ class ClassicGroupManager:
 
     # ---------------------------------------------------------------- admin APIs
 
-    def _describe_groups(
-        self, req: DescribeGroupsRequest, now: int
-    ) -> Reply[DescribeGroupsResponse]:
-        """Kafka's `handleDescribeGroup`: member metadata and assignments only when Stable; an
-        unknown group is described as Dead."""
-        return Reply.of(
-            DescribeGroupsResponse(
-                groups=tuple(self.describe(group_id) for group_id in req.group_ids)
-            )
-        )
-
-    def describe(self, group_id: str) -> DescribedGroup:
-        """One group of a DescribeGroups answer (a group of another kind is not described
-        here: the façade asks its manager)."""
-        try:
-            self._validate_group(group_id, allow_empty_id=True)
-        except CoordinatorError as exc:
-            return DescribedGroup(
-                error_code=error_code_of(exc),
-                group_id=group_id,
-                group_state="",
-                protocol_type="",
-                protocol_data="",
-            )
-        group = self._groups.get(group_id)
-        if not isinstance(group, ClassicGroup):
-            return DescribedGroup(
-                error_code=NONE,
-                group_id=group_id,
-                group_state=Dead.value,
-                protocol_type="",
-                protocol_data="",
-            )
+    def describe(self, group: ClassicGroup) -> DescribedGroup:
+        """Kafka's `handleDescribeGroup` for one classic group: member metadata and assignments
+        only when Stable."""
+        group_id = group.group_id
         stable = group.state is Stable
         protocol = group.protocol_name if stable else None
         return DescribedGroup(
@@ -1382,15 +1347,6 @@ class ClassicGroupManager:
             ),
         )
 
-    def _list_groups(self, req: ListGroupsRequest, now: int) -> Reply[ListGroupsResponse]:
-        """Kafka's `handleListGroups` with the KIP-518 state filter (empty = every group),
-        compared without regard to case, as Kafka lower-cases both sides
-        (`ClassicGroup.isInStates`): "stable", "Stable" and "STABLE" all list Stable groups."""
-        states = {state.lower() for state in req.states_filter}
-        return Reply.of(
-            ListGroupsResponse(error_code=NONE, groups=tuple(self.listed_groups(states)))
-        )
-
     def listed_groups(self, states: set[str]) -> list[ListedGroup]:
         """ListGroups' entries for classic groups, by group id (`states` lower-cased)."""
         return [
@@ -1405,10 +1361,11 @@ class ClassicGroupManager:
 
     # ---------------------------------------------------------------- replay
 
-    def replay(self, group_id: str, value: GroupMetadataValue | None, now: int) -> None:
+    def replay(self, key: GroupMetadataKey, value: GroupMetadataValue | None, now: int) -> None:
         """Apply a GroupMetadata record at load: the group as stored (Stable with members,
         else Empty); a tombstone removes it (the offsets manager keeps a group whose offsets
         remain, `OffsetsManager.on_loaded`)."""
+        group_id = key.group
         self._groups.pop(group_id, None)
         if value is None:
             return
