@@ -265,6 +265,9 @@ class _MetadataPurpose(enum.Enum):
     REBASE = "rebase"  # after a JoinGroup: the counts this generation is based on
 
 
+_REFRESH = _MetadataPurpose.REFRESH
+
+
 @dataclass(slots=True)
 class _InFlight:
     request: ClientRequest
@@ -464,14 +467,18 @@ class GroupClient:
 
     def poll(self, now_ms: int) -> None:
         """The application's ``poll()``: it is alive, a waiting rejoin may start, auto-commit."""
-        now = self._tick(now_ms)
+        # _tick, inlined: poll, outgoing and receive run on every step of every member.
+        if type(now_ms) is not int or now_ms < self._now:
+            self._tick(now_ms)
+        now = self._now = now_ms
         if self._closed or self._closing:
             return
         self._started = True
         self._rejoin.awaiting_poll = False
-        self._timers.poll_timer_start_ms = now
-        if self._config.enable_auto_commit and now >= self._timers.next_auto_commit_ms:
-            self._timers.next_auto_commit_ms = now + self._config.auto_commit_interval_ms
+        t = self._timers
+        t.poll_timer_start_ms = now
+        if now >= t.next_auto_commit_ms and self._config.enable_auto_commit:
+            t.next_auto_commit_ms = now + self._config.auto_commit_interval_ms
             if self._state is STABLE:
                 self._enqueue_commit(self._consumed(), auto=True)
 
@@ -554,24 +561,39 @@ class GroupClient:
 
     def outgoing(self, now_ms: int) -> list[ClientRequest]:
         """The requests to send now, in order."""
-        now = self._tick(now_ms)
+        if type(now_ms) is not int or now_ms < self._now:
+            self._tick(now_ms)
+        now = self._now = now_ms
         out: list[ClientRequest] = []
         if self._closed or not self._started:
             return out
-        if self._in_flight:
+        in_flight = self._in_flight
+        if in_flight:
             self._expire_requests(now)
         if self._closing:
             self._outgoing_while_closing(now, out)
             return out
         # The steps run in this order; each is skipped when it has nothing to do (the common
-        # call is a Stable member's heartbeat).
+        # call is a Stable member's heartbeat, or nothing at all).
+        t = self._timers
         state = self._state
-        if state is STABLE or state is COMPLETING_REBALANCE:
+        if (state is STABLE or state is COMPLETING_REBALANCE) and (
+            now >= t.session_deadline_ms
+            or now >= t.poll_timer_start_ms + self._config.max_poll_interval_ms
+        ):
             self._check_liveness(now, out)
         if self._coordinator is None:
             self._maybe_find_coordinator(now, out)
-        if _METADATA not in self._in_flight and now >= self._timers.metadata_retry_ms:
-            self._maybe_fetch_metadata(now, out)
+        if _METADATA not in in_flight and now >= t.metadata_retry_ms:
+            fetched = self._metadata_fetched_ms
+            if (
+                fetched is None
+                or now >= fetched + self._config.metadata_max_age_ms
+                or self._metadata_refresh_requested
+                or self._metadata_rebase
+                or self._leader_work is not None
+            ):
+                self._maybe_fetch_metadata(now, out)
         if self._coordinator is not None:
             if self._commit_queue:
                 self._maybe_send_commit(now, out)
@@ -582,19 +604,21 @@ class GroupClient:
             state = self._state
             if (
                 (state is STABLE or state is COMPLETING_REBALANCE)
-                and now >= self._timers.heartbeat_due_ms
-                and _HEARTBEAT not in self._in_flight
+                and now >= t.heartbeat_due_ms
+                and _HEARTBEAT not in in_flight
             ):
-                self._maybe_heartbeat(now, out)
+                self._send_heartbeat(now, out)
             if self._partitions.awaiting_positions:
                 self._maybe_fetch_offsets(now, out)
         return out
 
     def receive(self, request: ClientRequest, response: ClientResponse, now_ms: int) -> None:
         """The answer to ``request`` (an object ``outgoing`` returned)."""
-        now = self._tick(now_ms)
-        kind, response_type = self._kind_of(request)
-        if not isinstance(response, response_type):
+        if type(now_ms) is not int or now_ms < self._now:
+            self._tick(now_ms)
+        now = self._now = now_ms
+        kind, response_type = _KINDS.get(type(request)) or self._kind_of(request)
+        if type(response) is not response_type and not isinstance(response, response_type):
             raise TypeError(
                 f"{type(request).__name__} is answered by {response_type.__name__}, "
                 f"not {type(response).__name__}"
@@ -620,6 +644,28 @@ class GroupClient:
             return None
         t = self._timers
         in_flight = self._in_flight
+        if (
+            not in_flight
+            and self._state is STABLE
+            and not self._closing
+            and self._coordinator is not None
+            and not self._commit_queue
+            and not self._rejoin.needed
+            and self._pending_sync is None
+            and not self._partitions.awaiting_positions
+            and not self._metadata_wanted_now()
+        ):
+            # A quiet Stable member (most calls): the same deadlines as below, without the list.
+            assert self._metadata_fetched_ms is not None
+            config = self._config
+            refresh = self._metadata_fetched_ms + config.metadata_max_age_ms
+            retry = t.metadata_retry_ms
+            return min(
+                refresh if refresh >= retry else retry,
+                t.heartbeat_due_ms,
+                t.session_deadline_ms,
+                t.poll_timer_start_ms + config.max_poll_interval_ms,
+            )
         deadlines = [flight.deadline_ms for flight in in_flight.values()]
         coordinator_known = self._coordinator is not None
         if (
@@ -704,13 +750,8 @@ class GroupClient:
         purpose: _MetadataPurpose = _MetadataPurpose.REFRESH,
     ) -> None:
         timeout = self._config.request_timeout_ms if timeout_ms is None else timeout_ms
-        self._in_flight[kind] = _InFlight(
-            request=request,
-            deadline_ms=now + timeout,
-            generation=self._generation,
-            commit=commit,
-            purpose=purpose,
-        )
+        # Positional: one _InFlight per request sent, a heartbeat's included.
+        self._in_flight[kind] = _InFlight(request, now + timeout, self._generation, commit, purpose)
         out.append(request)
 
     def _backoff(self, now: int) -> int:
@@ -1182,19 +1223,24 @@ class GroupClient:
         self._set_assignment(self._partitions.assignment - partitions)
 
     def _set_position(self, method: str, tp: TopicPartitionPair, offset: int) -> None:
-        if tp not in self._partitions.assignment:
+        partitions = self._partitions
+        if tp not in partitions.assignment:
             raise ValueError(f"{method}: partition {tp} is not assigned to this consumer")
         if type(offset) is not int or not 0 <= offset <= INT64_MAX:
             raise ValueError(f"{method}: offset {offset!r} must be an int >= 0")
-        self._partitions.positions[tp] = offset
-        self._partitions.awaiting_positions.discard(tp)
+        partitions.positions[tp] = offset
+        awaiting = partitions.awaiting_positions
+        if awaiting:
+            awaiting.discard(tp)
 
     def _consumed(self) -> dict[TopicPartitionPair, int]:
         """Kafka's ``SubscriptionState.allConsumed``: every owned partition with a position."""
+        partitions = self._partitions
+        assignment = partitions.assignment
         return {
             tp: offset
-            for tp, offset in sorted(self._partitions.positions.items())
-            if offset >= 0 and tp in self._partitions.assignment
+            for tp, offset in sorted(partitions.positions.items())
+            if offset >= 0 and tp in assignment
         }
 
     # ------------------------------------------------------------------ heartbeats
@@ -1218,26 +1264,27 @@ class GroupClient:
         elif now >= t.poll_timer_start_ms + self._config.max_poll_interval_ms:
             self._leave_group(POLL_TIMEOUT_REASON, now, out)
 
-    def _maybe_heartbeat(self, now: int, out: list[ClientRequest]) -> None:
-        if (
-            self._state in HEARTBEAT_STATES
-            and _HEARTBEAT not in self._in_flight
-            and now >= self._timers.heartbeat_due_ms
-        ):
-            self._timers.heartbeat_due_ms = now + self._config.heartbeat_interval_ms
-            self._timers.heartbeat_sent_ms = now
-            generation = self._generation
-            request = self._heartbeat_request
-            if request is None or self._heartbeat_generation is not generation:
-                # One request per generation (Kafka's consumer resends the same fields too).
-                request = self._heartbeat_request = HeartbeatRequest(
-                    group_id=self._config.group_id,
-                    generation_id=generation.generation_id,
-                    member_id=generation.member_id,
-                    group_instance_id=self._config.group_instance_id,
-                )
-                self._heartbeat_generation = generation
-            self._send(_HEARTBEAT, request, now, out)
+    def _send_heartbeat(self, now: int, out: list[ClientRequest]) -> None:
+        """A heartbeat is due (in COMPLETING_REBALANCE or STABLE) and none is in flight."""
+        config = self._config
+        t = self._timers
+        t.heartbeat_due_ms = now + config.heartbeat_interval_ms
+        t.heartbeat_sent_ms = now
+        generation = self._generation
+        request = self._heartbeat_request
+        if request is None or self._heartbeat_generation is not generation:
+            # One request per generation (Kafka's consumer resends the same fields too).
+            request = self._heartbeat_request = HeartbeatRequest(
+                group_id=config.group_id,
+                generation_id=generation.generation_id,
+                member_id=generation.member_id,
+                group_instance_id=config.group_instance_id,
+            )
+            self._heartbeat_generation = generation
+        self._in_flight[_HEARTBEAT] = _InFlight(
+            request, now + config.request_timeout_ms, generation, None, _REFRESH
+        )
+        out.append(request)
 
     def _on_heartbeat(self, flight: _InFlight, response: HeartbeatResponse, now: int) -> None:
         """Kafka's ``HeartbeatResponseHandler`` and the heartbeat thread's listener."""
@@ -1339,8 +1386,10 @@ class GroupClient:
                 member_id=generation.member_id,
                 group_instance_id=self._config.group_instance_id,
                 offsets=tuple(
-                    PartitionOffset(topic=topic, partition=partition, offset=offset)
-                    for (topic, partition), offset in sorted(batch.offsets.items())
+                    [
+                        PartitionOffset(topic=topic, partition=partition, offset=offset)
+                        for (topic, partition), offset in sorted(batch.offsets.items())
+                    ]
                 ),
             )
             self._send(_COMMIT, request, now, out, commit=batch)

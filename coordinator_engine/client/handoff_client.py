@@ -207,6 +207,8 @@ class HandoffClient:
         self._leave: _Flight | None = None
         self._timers = _Timers()
         self._events: list[ClientEvent] = []
+        #: The last heartbeat with nothing to confirm, resent while member id and epoch hold.
+        self._plain_heartbeat: HandoffHeartbeatRequest | None = None
 
     # ------------------------------------------------------------------ public state
 
@@ -348,7 +350,9 @@ class HandoffClient:
 
     def outgoing(self, now_ms: int) -> list[HandoffRequest]:
         """The requests to send now, in order."""
-        now = self._tick(now_ms)
+        if type(now_ms) is not int or now_ms < self._now:
+            self._tick(now_ms)
+        now = self._now = now_ms
         out: list[HandoffRequest] = []
         if self._closed or not self._started:
             return out
@@ -360,18 +364,22 @@ class HandoffClient:
             return out
         if self._joined and now >= self._session_deadline():
             self._lose_membership("no heartbeat answered for a session timeout", now)
-        self._maybe_commit(now, out)
-        self._maybe_fetch(now, out)
+        if self._to_commit:
+            self._maybe_commit(now, out)
+        if self._to_fetch:
+            self._maybe_fetch(now, out)
         self._maybe_heartbeat(now, out)
         return out
 
     def receive(self, request: HandoffRequest, response: HandoffResponse, now_ms: int) -> None:
         """The answer to ``request`` (an object ``outgoing`` returned)."""
-        now = self._tick(now_ms)
+        if type(now_ms) is not int or now_ms < self._now:
+            self._tick(now_ms)
+        now = self._now = now_ms
         expected = _ANSWERS.get(type(request))
         if expected is None:
             raise TypeError(f"not a request this client sends: {type(request).__name__}")
-        if not isinstance(response, expected):
+        if type(response) is not expected and not isinstance(response, expected):
             raise TypeError(
                 f"{type(request).__name__} is answered by {expected.__name__}, "
                 f"not {type(response).__name__}"
@@ -470,14 +478,25 @@ class HandoffClient:
     def _take_flight(self, request: HandoffRequest) -> tuple[str, _Flight] | None:
         """The slot and flight ``request`` belongs to, no longer in flight; None if the
         client gave up on it."""
+        flight = self._heartbeat  # most answers: checked first, without getattr
+        if flight is not None and flight.request is request:
+            self._heartbeat = None
+            return "_heartbeat", flight
         for slot in _SLOTS:
-            flight: _Flight | None = getattr(self, slot)
+            flight = getattr(self, slot)
             if flight is not None and flight.request is request:
                 setattr(self, slot, None)
                 return slot, flight
         return None
 
     def _expire_requests(self, now: int) -> None:
+        if (
+            self._heartbeat is None
+            and self._commit is None
+            and self._fetch is None
+            and self._leave is None
+        ):
+            return
         for slot in _SLOTS:
             flight: _Flight | None = getattr(self, slot)
             if flight is not None and now >= flight.deadline_ms:
@@ -518,24 +537,44 @@ class HandoffClient:
             return
         if self._joined and not self._heartbeat_now and now < t.heartbeat_due_ms:
             return
-        closed = frozenset(self._closed_ready)
-        started = frozenset(self._started_ready)
         cfg = self._config
-        request = HandoffHeartbeatRequest(
-            group_id=cfg.group_id,
-            member_id=self._member_id,
-            member_epoch=max(self._epoch, 1) if self._joined else 0,
-            session_timeout_ms=cfg.session_timeout_ms,
-            topics=cfg.topics,
-            closed=_tps(closed),
-            started=_tps(started),
-            client_id=cfg.client_id,
-            client_host=cfg.client_host,
+        epoch = max(self._epoch, 1) if self._joined else 0
+        if self._closed_ready or self._started_ready:
+            closed = frozenset(self._closed_ready)
+            started = frozenset(self._started_ready)
+            request = self._heartbeat_request(epoch, _tps(closed), _tps(started))
+        else:
+            # Most heartbeats confirm nothing: the same request as the last such one.
+            closed = started = _NO_TPS
+            plain = self._plain_heartbeat
+            if plain is None or plain.member_epoch != epoch or plain.member_id != self._member_id:
+                plain = self._plain_heartbeat = self._heartbeat_request(epoch, (), ())
+            request = plain
+        self._heartbeat = _Flight(
+            request, now, now + cfg.request_timeout_ms, self._incarnation, closed, started
         )
-        self._heartbeat = self._flight(request, now, closed=closed, started=started)
         self._heartbeat_now = False
         t.heartbeat_due_ms = now + cfg.heartbeat_interval_ms
         out.append(request)
+
+    def _heartbeat_request(
+        self,
+        epoch: int,
+        closed: tuple[TopicPartition, ...],
+        started: tuple[TopicPartition, ...],
+    ) -> HandoffHeartbeatRequest:
+        cfg = self._config
+        return HandoffHeartbeatRequest(
+            group_id=cfg.group_id,
+            member_id=self._member_id,
+            member_epoch=epoch,
+            session_timeout_ms=cfg.session_timeout_ms,
+            topics=cfg.topics,
+            closed=closed,
+            started=started,
+            client_id=cfg.client_id,
+            client_host=cfg.client_host,
+        )
 
     def _on_heartbeat(self, flight: _Flight, response: HandoffHeartbeatResponse, now: int) -> None:
         error = response.error_code
@@ -560,7 +599,9 @@ class HandoffClient:
         self._timers.last_answered_sent_ms = flight.sent_ms
         self._epoch = response.member_epoch
         self._group_state = response.group_state
-        self._assignment = frozenset((p.topic, p.partition) for p in response.assignment)
+        self._assignment = frozenset([(p.topic, p.partition) for p in response.assignment])
+        if not (response.close or response.start or flight.closed or flight.started):
+            return  # nothing asked, nothing confirmed: the common answer of a settled group
         close = {(p.topic, p.partition) for p in response.close}
         start = {(p.topic, p.partition) for p in response.start}
         taken_closes = (flight.closed & self._closed_ready) - close
@@ -796,6 +837,8 @@ class HandoffClient:
             )
         )
 
+
+_NO_TPS: frozenset[TP] = frozenset()
 
 #: The attributes holding the requests in flight, at most one of each kind.
 _SLOTS = ("_heartbeat", "_commit", "_fetch", "_leave")
