@@ -19,6 +19,9 @@ passes the time into every call and moves the requests.
   asking for (the partitions of the last answer's ``close`` this member has committed and
   stopped; those of its ``start`` it consumes). A confirmation is repeated until an answer no
   longer asks for it (the coordinator ignores confirmations it did not ask for).
+  With ``quiet_heartbeats`` (a host in virtual time that watches the coordinator's events),
+  a member with nothing to do in a Stable group heartbeats at the last regular tick before
+  its session ends, and at its next regular tick once the host calls ``group_changed``.
 * **Close** (the answer's ``close``): ``PartitionsToClose``; the application stops those
   partitions and hands their positions to ``partitions_stopped``; the client commits them
   (OffsetCommit with its member id) and confirms the close only once the commit succeeded. A
@@ -151,6 +154,7 @@ class _Flight:
 @dataclass(slots=True)
 class _Timers:
     heartbeat_due_ms: int = 0
+    heartbeat_sent_ms: int = 0
     heartbeat_retry_ms: int = 0
     commit_retry_ms: int = 0
     fetch_retry_ms: int = 0
@@ -168,6 +172,7 @@ class HandoffClient:
         now_ms: int,
         *,
         member_id_factory: Callable[[], str] | None = None,
+        quiet_heartbeats: bool = False,
     ) -> None:
         if not isinstance(config, HandoffConfig):
             raise TypeError(f"config must be a HandoffConfig, got {type(config).__name__}")
@@ -209,6 +214,12 @@ class HandoffClient:
         self._events: list[ClientEvent] = []
         #: The last heartbeat with nothing to confirm, resent while member id and epoch hold.
         self._plain_heartbeat: HandoffHeartbeatRequest | None = None
+        if type(quiet_heartbeats) is not bool:
+            raise TypeError("quiet_heartbeats must be a bool")
+        self._quiet_heartbeats = quiet_heartbeats
+        #: A quiet member's heartbeat period: the last regular tick before its session ends.
+        interval = config.heartbeat_interval_ms
+        self._quiet_interval_ms = max(1, (config.session_timeout_ms - 1) // interval) * interval
 
     # ------------------------------------------------------------------ public state
 
@@ -311,6 +322,22 @@ class HandoffClient:
                 self._confirm_closed({tp})
             else:
                 self._to_commit[tp] = offset
+
+    def group_changed(self, now_ms: int) -> None:
+        """The host learnt that the group changed (a plan was made, partitions were granted or
+        asked to close: it watches the coordinator's events). A member with
+        ``quiet_heartbeats`` heartbeats again at its next regular tick, where a member
+        heartbeating every ``heartbeat_interval_ms`` would have learnt of the change; otherwise
+        nothing changes."""
+        now = self._tick(now_ms)
+        if not self._quiet_heartbeats or self._heartbeat is not None or not self._joined:
+            return
+        t = self._timers
+        interval = self._config.heartbeat_interval_ms
+        last = t.heartbeat_sent_ms
+        tick = last + ((now - last) // interval + 1) * interval
+        if tick < t.heartbeat_due_ms:
+            t.heartbeat_due_ms = tick
 
     def close(self, now_ms: int, timeout_ms: int = 30000) -> None:
         """Leave the group: commit the positions of every partition consumed (waited for at
@@ -555,6 +582,7 @@ class HandoffClient:
         )
         self._heartbeat_now = False
         t.heartbeat_due_ms = now + cfg.heartbeat_interval_ms
+        t.heartbeat_sent_ms = now
         out.append(request)
 
     def _heartbeat_request(
@@ -580,6 +608,14 @@ class HandoffClient:
         error = response.error_code
         if error == _NONE:
             self._on_heartbeat_answered(flight, response, now)
+            if (
+                self._quiet_heartbeats
+                and response.group_state == "Stable"
+                and not self._heartbeat_now
+                and not (self._closing or self._to_fetch or self._to_commit or self._commit)
+            ):
+                # Nothing to confirm or wait for: the next heartbeat only keeps the session.
+                self._timers.heartbeat_due_ms = flight.sent_ms + self._quiet_interval_ms
         elif error == Errors.UNKNOWN_MEMBER_ID:
             self._lose_membership("HandoffHeartbeat answered UNKNOWN_MEMBER_ID", now)
         elif error in _RETRIABLE:

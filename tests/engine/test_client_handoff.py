@@ -89,7 +89,7 @@ class Harness:
         self.stops: list[tuple[str, TP, int]] = []
         self.next_consume_ms = 0
 
-    def add(self, name: str, **overrides: Any) -> Member:
+    def add(self, name: str, *, quiet_heartbeats: bool = False, **overrides: Any) -> Member:
         settings: dict[str, Any] = {
             "client_id": name,
             "session_timeout_ms": 6000,
@@ -98,7 +98,10 @@ class Harness:
         }
         settings.update(overrides)
         client = HandoffClient(
-            HandoffConfig(GROUP, (TOPIC,), **settings), self.now, member_id_factory=ids(name)
+            HandoffConfig(GROUP, (TOPIC,), **settings),
+            self.now,
+            member_id_factory=ids(name),
+            quiet_heartbeats=quiet_heartbeats,
         )
         member = self.members[name] = Member(name, client)
         client.poll(self.now)
@@ -476,3 +479,48 @@ def test_a_lost_connection_loses_everything_at_once(h: Harness) -> None:
     assert len(lost.partitions) == 6 and a.consuming == {} and not a.client.consuming
     assert a.client.member_id == "a-2"
     assert [r.member_epoch for _, r in a.sent if isinstance(r, HandoffHeartbeatRequest)][-1] == 0
+
+
+def heartbeat_times(member: Member, after: int) -> list[int]:
+    return [at for at, r in member.sent if isinstance(r, HandoffHeartbeatRequest) and at > after]
+
+
+def test_a_quiet_member_of_a_stable_handoff_group_heartbeats_at_the_last_tick_before_its_session_ends(  # noqa: E501
+    h: Harness,
+) -> None:
+    quiet = h.add("quiet", quiet_heartbeats=True)
+    regular = h.add("regular")
+    h.run(10000)
+    assert h.group().state is HandoffState.STABLE
+    owners, epoch, settled = h.owners(), h.group().epoch, h.now
+
+    h.run(30000)
+
+    quiet_times = heartbeat_times(quiet, settled)
+    assert [b - a for a, b in itertools.pairwise(quiet_times)] == [5000] * (len(quiet_times) - 1)
+    assert len(quiet_times) >= 5
+    assert len(heartbeat_times(regular, settled)) >= 29
+    assert h.group().state is HandoffState.STABLE and h.group().epoch == epoch
+    assert h.owners() == owners and len(h.group().members) == 2
+
+
+def test_group_changed_brings_a_quiet_handoff_members_heartbeat_back_to_its_regular_tick(
+    h: Harness,
+) -> None:
+    a = h.add("a", quiet_heartbeats=True)
+    h.run(10000)
+    assert h.owners() == {"a": [0, 1, 2, 3, 4, 5]}
+    h.run(2500)
+    (last,) = heartbeat_times(a, h.now - 5000)[-1:]
+
+    h.add("b")
+    h.step()  # b's first heartbeat: the coordinator plans to move half of a's partitions
+    a.client.group_changed(h.now)
+    changed = h.now
+    h.run(5000)
+
+    (next_heartbeat,) = heartbeat_times(a, changed)[:1]
+    assert next_heartbeat == last + ((changed - last) // 1000 + 1) * 1000
+    assert next_heartbeat - changed <= 1000
+    assert h.owners() == {"a": [0, 1, 2], "b": [3, 4, 5]}
+    assert h.group().state is HandoffState.STABLE and h.duplicates == []
