@@ -11,12 +11,10 @@ only the type checker sees is still a cycle in the design."""
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.imports import ROOT, imported_modules, module_name
+
 ENGINE = ROOT / "coordinator_engine"
 #: The group kinds' packages.
 KINDS = ("coordinator_engine.classic", "coordinator_engine.handoff")
@@ -24,34 +22,12 @@ KINDS = ("coordinator_engine.classic", "coordinator_engine.handoff")
 FACADE = ("coordinator_engine", "coordinator_engine.coordinator")
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imported_modules(path: Path) -> set[str]:
-    """Absolute names of every module ``path`` imports (``from x import y`` counts ``x.y``
-    when ``y`` is a module, else ``x``), relative imports resolved."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parent, base] if base else parent)
-            for alias in node.names:
-                candidate = f"{base}.{alias.name}"
-                found.add(candidate if candidate in MODULES else base)
-    return {m for m in found if m == "coordinator_engine" or m.startswith("coordinator_engine.")}
-
-
 PATHS = {module_name(path): path for path in sorted(ENGINE.rglob("*.py"))}
 MODULES = set(PATHS)
-IMPORTS = {name: imported_modules(path) for name, path in PATHS.items()}
+IMPORTS = {
+    name: {m for m in imported_modules(path) if m.partition(".")[0] == "coordinator_engine"}
+    for name, path in PATHS.items()
+}
 
 
 def kind_of(module: str) -> str | None:

@@ -12,11 +12,11 @@ the decoding of subscribed topics, ``TopicPartition``."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.imports import ROOT, imported_modules
+
 WEBAPP = ROOT / "webapp"
 
 #: What each package must never import.
@@ -39,22 +39,6 @@ FORBIDDEN = {
     "transports": ("webapp.dashboard", "webapp.simulation"),
     "simulation": ("webapp.dashboard",),
 }
-
-
-def imported_modules(path: Path) -> list[str]:
-    """Absolute names of every module ``path`` imports, relative imports resolved."""
-    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
-    names = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parent, base] if base else parent)
-            names.extend([base] if node.module else [f"{base}.{a.name}" for a in node.names])
-    return names
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
