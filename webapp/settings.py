@@ -154,14 +154,29 @@ def coordinator_config_from_env() -> CoordinatorConfig:
         raise ImproperlyConfigured(f"COORDINATOR_* settings: {exc}") from None
 
 
-def kafka_port_from_env() -> int | None:
-    """``KAFKA_PORT``: the Kafka listener's port (0: one the system picks), None for ``off``."""
-    if os.environ.get("KAFKA_PORT", "").strip().lower() == "off":
+def parse_kafka_port(text: str) -> int | None:
+    """A Kafka listener's port as written (``KAFKA_PORT``, ``serve --kafka-port``): a port (0:
+    one the system picks), or None for ``off``; ValueError saying what it must be."""
+    if text.strip().lower() == "off":
         return None
-    port = env_int("KAFKA_PORT", 9092)
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
     if not 0 <= port <= 65535:
-        raise ImproperlyConfigured(f"KAFKA_PORT must be a port (0-65535) or off, got {port}")
+        raise ValueError(f"must be a port (0-65535) or off, got {text!r}")
     return port
+
+
+def kafka_port_from_env() -> int | None:
+    """``KAFKA_PORT`` (default 9092), by ``parse_kafka_port``."""
+    raw = os.environ.get("KAFKA_PORT", "")
+    if raw.strip() == "":
+        return 9092
+    try:
+        return parse_kafka_port(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"KAFKA_PORT {exc}") from None
 
 
 #: Where a run keeps its state; every path below defaults to a file in it.

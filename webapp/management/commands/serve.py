@@ -17,6 +17,7 @@ ever be handed the same port.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import json
@@ -39,6 +40,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from webapp import secret_key
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, install_runtime
+from webapp.settings import parse_kafka_port
 from webapp.simulation.demo import run_demo
 from webapp.simulation.manager import simulation_for
 from webapp.transports.kafka.listener import KafkaListener
@@ -62,7 +64,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--kafka-port",
-            type=parse_kafka_port,
+            type=kafka_port_option,
             default=None,
             help="Kafka protocol port (default $KAFKA_PORT, else 9092; 0: any free port; "
             "off: no Kafka listener)",
@@ -216,13 +218,11 @@ class KafkaPort:
     port: int | None
 
 
-def parse_kafka_port(value: str) -> KafkaPort:
-    if value.strip().lower() == "off":
-        return KafkaPort(None)
-    port = int(value)
-    if not 0 <= port <= 65535:
-        raise ValueError(value)
-    return KafkaPort(port)
+def kafka_port_option(value: str) -> KafkaPort:
+    try:
+        return KafkaPort(parse_kafka_port(value))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def write_ports(path: Path, **ports: int | None) -> None:
