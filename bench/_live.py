@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 from coordinator_engine.client import ClientEvent, ConsumerConfig, GroupClient  # noqa: E402
-from tests.live_server import RedisServer, free_port  # noqa: E402, F401 (the benchmarks' too)
+from tests.live_server import RedisServer, on_a_free_port  # noqa: E402, F401 (the benchmarks' too)
 from webapp.simulation.client_driver import ClientDriver, WebsocketTransport  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -60,8 +60,8 @@ from typing import Any
 from _live import (
     LabServer,
     RedisServer,
-    free_port,
     heartbeat_figures,
+    on_a_free_port,
     own_cpu_s,
     percentile,
     print_table,
@@ -124,16 +124,10 @@ class Lab(Broker):
 class Tansu(Broker):
     name = "tansu"
 
-    ATTEMPTS = 5
-
     def __init__(self, binary: str, workdir: Path) -> None:
-        # tansu advertises the port it is given, so it cannot be handed port 0: it gets a free
-        # one, and another if something took that one before tansu bound it.
+        # tansu advertises the port it is given, so it cannot be handed port 0.
         self.log = (workdir / "tansu.log").open("wb")
-        for _ in range(self.ATTEMPTS):
-            if self._start(binary, free_port()):
-                return
-        raise RuntimeError(f"tansu did not start; see {workdir / 'tansu.log'}")
+        on_a_free_port(lambda port: self._start(binary, port), f"tansu (see {self.log.name})")
 
     def _start(self, binary: str, port: int) -> bool:
         """Start tansu on ``port``; False if it exited (the port was taken) before answering."""

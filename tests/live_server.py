@@ -49,10 +49,7 @@ def wait_for(check: Callable[[], T | None], timeout_s: float, what: str) -> T:
 
 class RedisServer:
     """A throwaway redis-server: no snapshots, no append-only file. redis-server cannot listen
-    on a port of the system's choosing and say which, so it is given a free one, and another
-    if something took that one first (it then exits at once)."""
-
-    ATTEMPTS = 5
+    on a port of the system's choosing and say which, so it starts ``on_a_free_port``."""
 
     def __init__(self) -> None:
         self.port = 0
@@ -69,8 +66,8 @@ class RedisServer:
         assert binary is not None, "redis-server is not installed (make system installs it)"
         # No snapshots, no append-only file: a channel layer and a Celery broker need neither.
         options = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        for _ in range(1 if self.port else self.ATTEMPTS):
-            port = self.port or free_port()
+
+        def start_on(port: int) -> bool:
             self.process = subprocess.Popen(
                 [binary, "--port", str(port), *options],
                 stdout=subprocess.DEVNULL,
@@ -78,17 +75,15 @@ class RedisServer:
             )
             client = redis.Redis(port=port, socket_connect_timeout=1)
             try:
-                wait_for(
-                    lambda client=client: self._exited() or _pings(client),
-                    10,
-                    "redis-server to answer",
-                )
+                wait_for(lambda: self._exited() or _pings(client), 10, "redis-server to answer")
             finally:
                 client.close()
-            if self.process.poll() is None:
-                self.port = port
-                return
-        raise AssertionError(f"redis-server did not start on a free port in {self.ATTEMPTS} tries")
+            return self.process.poll() is None
+
+        if self.port:
+            assert start_on(self.port), f"redis-server could not listen on {self.port} again"
+        else:
+            self.port = on_a_free_port(start_on, "redis-server")
 
     def _exited(self) -> bool:
         assert self.process is not None
@@ -119,11 +114,21 @@ def redis_server() -> Iterator[RedisServer]:
 
 
 def free_port() -> int:
-    """A port free a moment ago. Only for a server that cannot bind port 0 and say which
-    port it got, and that is started again on another if this one is taken meanwhile."""
+    """A port free a moment ago: for ``on_a_free_port`` only."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def on_a_free_port(start: Callable[[int], bool], what: str, attempts: int = 5) -> int:
+    """For a server that cannot bind port 0 and say which port it got: ``start(port)`` on a
+    port free a moment ago, and on another while it returns False (something took that port
+    before the server bound it); the port it started on."""
+    for _ in range(attempts):
+        port = free_port()
+        if start(port):
+            return port
+    raise RuntimeError(f"{what} did not start on a free port in {attempts} tries")
 
 
 @pytest.fixture
