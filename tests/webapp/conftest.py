@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, ManualClock
+from webapp.runtime.clock import ManualClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 
 from .helpers import START_MS, TEST_CONFIG, Client, connect, serving
 

@@ -31,7 +31,8 @@ from coordinator_engine import (
 )
 from webapp.housekeeping.status import TASKS, run_now
 from webapp.models import AdminAction
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, RuntimeNotReady, get_runtime
+from webapp.runtime.api import RuntimeNotReady
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, get_runtime
 from webapp.runtime.topics import InvalidTopicError, UnknownTopicError
 from webapp.simulation.manager import ACTIONS, SimulationError, simulation_for, spec_from_json
 

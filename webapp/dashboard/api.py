@@ -25,9 +25,9 @@ from coordinator_engine.consumer_protocol import (
 from coordinator_engine.records import OffsetCommitValue
 from webapp.analysis.results import analysis_json
 from webapp.housekeeping.status import housekeeping_status
+from webapp.runtime.api import RuntimeNotReady
 from webapp.runtime.coordinator_runtime import (
     CoordinatorRuntime,
-    RuntimeNotReady,
     ensure_runtime_started,
     get_runtime,
 )

@@ -96,9 +96,8 @@ from coordinator_engine.events import GroupRemoved, MemberRemoved
 from coordinator_engine.records import OffsetCommitValue
 
 from . import cluster
-from .api import AnyRequest, GroupCommitFailed, HousekeepingAPI, RuntimeAPI, RuntimeNotReady
-from .clock import EngineTimer, ManualClock, WallClock
-from .cluster import NODE_ID
+from .api import AnyRequest, HousekeepingAPI, RuntimeAPI, RuntimeNotReady
+from .clock import EngineTimer, WallClock
 from .control import serve_control
 from .events import SequencedEvent
 from .faults import FaultRecovery, ParkedReplies
@@ -114,13 +113,7 @@ from .turns import TurnBudget
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "NODE_ID",
     "CoordinatorRuntime",
-    "EngineProfile",
-    "GroupCommitFailed",
-    "ManualClock",
-    "RuntimeNotReady",
-    "WallClock",
     "current_runtime",
     "ensure_runtime_started",
     "get_runtime",

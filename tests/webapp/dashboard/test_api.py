@@ -19,7 +19,8 @@ from tests.webapp.helpers import (
     stable_group,
     subscription,
 )
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, ManualClock, install_runtime
+from webapp.runtime.clock import ManualClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, install_runtime
 
 pytestmark = pytest.mark.asyncio
 

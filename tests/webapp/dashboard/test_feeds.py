@@ -21,7 +21,8 @@ from tests.webapp.helpers import (
     stable_group,
 )
 from webapp.asgi import application
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, ManualClock
+from webapp.runtime.clock import ManualClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 
 pytestmark = pytest.mark.asyncio
 

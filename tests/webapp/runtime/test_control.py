@@ -14,8 +14,9 @@ from channels.layers import get_channel_layer
 
 from coordinator_engine import GroupCoordinator, MemoryLog
 from webapp.runtime import control
+from webapp.runtime.clock import ManualClock
 from webapp.runtime.control import CONTROL_CHANNEL, ControlError, RuntimeUnavailable
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, ManualClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 
 from ..helpers import TEST_CONFIG, Client, commit_offsets, stable_group
 

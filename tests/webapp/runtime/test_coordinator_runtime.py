@@ -37,12 +37,9 @@ from tests.webapp.helpers import (
     subscription,
 )
 from webapp.models import GroupEvent
-from webapp.runtime.coordinator_runtime import (
-    CoordinatorRuntime,
-    ManualClock,
-    RuntimeNotReady,
-    install_runtime,
-)
+from webapp.runtime.api import RuntimeNotReady
+from webapp.runtime.clock import ManualClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime, install_runtime
 from webapp.runtime.events import SequencedEvent, group_channel_group
 
 pytestmark = pytest.mark.asyncio

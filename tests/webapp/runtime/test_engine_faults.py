@@ -32,7 +32,9 @@ from tests.webapp.helpers import (
     stable_group,
     subscription,
 )
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, ManualClock, RuntimeNotReady
+from webapp.runtime.api import RuntimeNotReady
+from webapp.runtime.clock import ManualClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 
 pytestmark = pytest.mark.asyncio
 

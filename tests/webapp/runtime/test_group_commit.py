@@ -29,11 +29,8 @@ from tests.webapp.helpers import (
     stable_group,
     subscription,
 )
-from webapp.runtime.coordinator_runtime import (
-    CoordinatorRuntime,
-    GroupCommitFailed,
-    RuntimeNotReady,
-)
+from webapp.runtime.api import GroupCommitFailed, RuntimeNotReady
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 from webapp.runtime.events import SequencedEvent
 
 pytestmark = pytest.mark.asyncio

@@ -11,7 +11,8 @@ import pytest
 from coordinator_engine import CoordinatorConfig
 from coordinator_engine.handoff import HandoffGroupView
 from tests.webapp.helpers import serving
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, WallClock
+from webapp.runtime.clock import WallClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 from webapp.simulation.consumer import Behaviour
 from webapp.simulation.demo import GROUPS, TOPICS, demo_specs, run_demo
 from webapp.simulation.manager import Simulation

@@ -17,7 +17,8 @@ from coordinator_engine.consumer_protocol import decode_assignment
 from coordinator_engine.events import MemberRemoved
 from coordinator_engine.handoff import HandoffGroupView, HandoffState
 from tests.webapp.helpers import serving
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, WallClock
+from webapp.runtime.clock import WallClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 from webapp.simulation.consumer import Behaviour, ConsumerSpec
 from webapp.simulation.manager import Simulation, SimulationError, spec_from_json
 

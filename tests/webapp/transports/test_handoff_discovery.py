@@ -11,7 +11,8 @@ import pytest
 
 from coordinator_engine.handoff import HandoffGroupView
 from tests.webapp.helpers import Client, connect, inject_engine_fault, subscription
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, ManualClock
+from webapp.runtime.clock import ManualClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 
 pytestmark = pytest.mark.asyncio
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest_asyncio
 
-from webapp.runtime.coordinator_runtime import CoordinatorRuntime, WallClock
+from webapp.runtime.clock import WallClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 from webapp.transports.kafka.listener import KafkaListener
 
 from ...helpers import serving

@@ -277,7 +277,7 @@ async def test_produced_records_survive_a_restart_of_the_runtime_and_listener(
 ) -> None:
     from confluent_kafka import Producer
 
-    from webapp.runtime.coordinator_runtime import WallClock
+    from webapp.runtime.clock import WallClock
 
     from ...helpers import serving
 
