@@ -281,14 +281,9 @@ def with_event_context(events: DataFrame) -> DataFrame:
 
 
 def with_causes(events: DataFrame) -> DataFrame:
-    """``cause`` (the report's name of the engine's) and ``cause_member_id`` on each start,
-    null elsewhere."""
-    return events.withColumns(
-        {
-            "cause": F.when(F.col("is_start"), report_cause(F.col("cause"))),
-            "cause_member_id": F.when(F.col("is_start"), F.col("cause_member_id")),
-        }
-    )
+    """``cause`` on each start under the report's name of the engine's, null elsewhere
+    (``rebalance_events`` kept ``cause`` and ``cause_member_id`` on the starts only)."""
+    return events.withColumn("cause", F.when(F.col("is_start"), report_cause(F.col("cause"))))
 
 
 def prepared_events(history: DataFrame) -> DataFrame:
