@@ -177,6 +177,8 @@ POLL_TIMEOUT_REASON = "consumer poll timeout has expired"
 CLOSE_REASON = "the consumer is being closed"
 
 _NONE = Errors.NONE
+#: ``_idle_until`` when nothing is timed: later than any time.
+_NO_DEADLINE = 1 << 63
 _COORDINATOR_ERRORS = frozenset({Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR})
 #: JoinGroup errors Kafka's consumer throws to the application instead of retrying.
 _FATAL_JOIN_ERRORS = frozenset(
@@ -374,6 +376,9 @@ class GroupClient:
         self._events: list[ClientEvent] = []
         self._heartbeat_request: HeartbeatRequest | None = None
         self._heartbeat_generation = NO_GENERATION
+        #: Set when ``outgoing`` found nothing to send: its next deadline (``_NO_DEADLINE``: none).
+        #: Until then, or until a call changes the client's state, there is nothing to send.
+        self._idle_until: int | None = None
         if type(quiet_heartbeats) is not bool:
             raise TypeError("quiet_heartbeats must be a bool")
         self._quiet_heartbeats = quiet_heartbeats
@@ -454,6 +459,12 @@ class GroupClient:
         return rejoin.needed and rejoin.awaiting_poll and not (self._closed or self._closing)
 
     @property
+    def auto_commit_due_ms(self) -> int:
+        """When a ``poll()`` next auto-commits the consumed positions (with
+        ``enable_auto_commit``). A host that calls ``poll()`` only when it matters polls then."""
+        return self._timers.next_auto_commit_ms
+
+    @property
     def fatal_error(self) -> int | None:
         """The Kafka error code that stopped the client, if one did."""
         return self._fatal_error
@@ -473,6 +484,7 @@ class GroupClient:
         now = self._now = now_ms
         if self._closed or self._closing:
             return
+        self._idle_until = None
         self._started = True
         self._rejoin.awaiting_poll = False
         t = self._timers
@@ -495,6 +507,7 @@ class GroupClient:
         CommitFailed event tells the outcome. Retriable errors are retried."""
         if self._closed or self._closing:
             raise RuntimeError("the client is closed")
+        self._idle_until = None
         if offsets is None:
             offsets = self._consumed()
         checked: dict[TopicPartitionPair, int] = {}
@@ -518,6 +531,7 @@ class GroupClient:
     def metadata_changed(self) -> None:
         """The host learnt that topic metadata changed: refresh it now (a changed partition
         count of a watched topic then makes the member rejoin)."""
+        self._idle_until = None
         self._metadata_refresh_requested = True
 
     def group_changed(self, now_ms: int) -> None:
@@ -537,10 +551,14 @@ class GroupClient:
         tick = last + ((now - last) // interval + 1) * interval
         if tick < t.heartbeat_due_ms:
             t.heartbeat_due_ms = tick
+            idle = self._idle_until
+            if idle is not None and tick < idle:
+                self._idle_until = tick  # only the heartbeat moved, earlier
 
     def enforce_rebalance(self, reason: str = "the application asked for a rebalance") -> None:
         """Rejoin the group at the next ``poll()`` (Kafka's ``enforceRebalance``)."""
         if not self._closed and not self._closing:
+            self._idle_until = None
             self._request_rejoin(reason, wait_for_poll=True)
 
     def close(self, now_ms: int, timeout_ms: int = 30000) -> None:
@@ -549,6 +567,7 @@ class GroupClient:
         now = self._tick(now_ms)
         if self._closed or self._closing:
             return
+        self._idle_until = None
         if not self._started:
             self._closed = True
             return
@@ -565,6 +584,9 @@ class GroupClient:
             self._tick(now_ms)
         now = self._now = now_ms
         out: list[ClientRequest] = []
+        idle = self._idle_until
+        if idle is not None and now < idle:
+            return out  # nothing changed and nothing fell due since the last empty call
         if self._closed or not self._started:
             return out
         in_flight = self._in_flight
@@ -610,6 +632,9 @@ class GroupClient:
                 self._send_heartbeat(now, out)
             if self._partitions.awaiting_positions:
                 self._maybe_fetch_offsets(now, out)
+        if not out:
+            deadline = self._next_deadline()
+            self._idle_until = _NO_DEADLINE if deadline is None else deadline
         return out
 
     def receive(self, request: ClientRequest, response: ClientResponse, now_ms: int) -> None:
@@ -617,6 +642,7 @@ class GroupClient:
         if type(now_ms) is not int or now_ms < self._now:
             self._tick(now_ms)
         now = self._now = now_ms
+        self._idle_until = None
         kind, response_type = _KINDS.get(type(request)) or self._kind_of(request)
         if type(response) is not response_type and not isinstance(response, response_type):
             raise TypeError(
@@ -632,6 +658,7 @@ class GroupClient:
     def fail(self, request: ClientRequest, now_ms: int, reason: str = "disconnected") -> None:
         """``request`` will never be answered (its connection was lost)."""
         now = self._tick(now_ms)
+        self._idle_until = None
         kind, _ = self._kind_of(request)
         flight = self._in_flight.get(kind)
         if flight is None or flight.request is not request or self._closed:
@@ -640,6 +667,12 @@ class GroupClient:
 
     def next_deadline_ms(self) -> int | None:
         """When ``outgoing`` must be called next at the latest; None when nothing is timed."""
+        idle = self._idle_until
+        if idle is not None:
+            return None if idle == _NO_DEADLINE else idle
+        return self._next_deadline()
+
+    def _next_deadline(self) -> int | None:
         if self._closed or not self._started:
             return None
         t = self._timers
@@ -1223,6 +1256,7 @@ class GroupClient:
         self._set_assignment(self._partitions.assignment - partitions)
 
     def _set_position(self, method: str, tp: TopicPartitionPair, offset: int) -> None:
+        self._idle_until = None
         partitions = self._partitions
         if tp not in partitions.assignment:
             raise ValueError(f"{method}: partition {tp} is not assigned to this consumer")

@@ -30,6 +30,9 @@ passes the time into every call and moves the requests.
 * **Start** (the answer's ``start``): OffsetFetch for the granted partitions, then
   ``PartitionsToStart`` with the positions to consume from (the committed offset, else the
   reset policy's), and the start is confirmed.
+* **Commits** while it works: ``commit()`` commits the positions of the partitions it consumes
+  (``record_consumed``), as a consumer commits periodically; the position of a stopped
+  partition is committed for its close, and only that commit confirms the close.
 * **Errors**, as the classic client: ``UNKNOWN_MEMBER_ID`` (or no heartbeat answered for a
   session timeout, when the coordinator must be taken to have removed the member) → every
   partition is lost (``PartitionsLost``: stop without committing, another member may own them
@@ -197,8 +200,10 @@ class HandoffClient:
         self._committed: dict[TP, int] = {}
         #: Asked to close, the application has not stopped them yet.
         self._closing: set[TP] = set()
-        #: Stopped: their positions to commit (not in flight).
+        #: Positions to commit (not in flight): stopped partitions' and ``commit()``'s.
         self._to_commit: dict[TP, int] = {}
+        #: Stopped for a close: the position whose commit confirms it.
+        self._stopped: dict[TP, int] = {}
         #: Committed and stopped: to confirm in ``closed``.
         self._closed_ready: set[TP] = set()
         #: Granted: their committed offsets to fetch.
@@ -321,7 +326,30 @@ class HandoffClient:
             if offset < 0:
                 self._confirm_closed({tp})
             else:
-                self._to_commit[tp] = offset
+                self._to_commit[tp] = self._stopped[tp] = offset
+
+    def commit(self, offsets: Mapping[TP, int] | None = None) -> None:
+        """Commit ``offsets`` of partitions it consumes (default: the position of every
+        partition consumed and not asked to close), as a consumer commits while it works; a
+        CommitCompleted or CommitFailed event tells the outcome. Retriable errors are retried.
+        A close is confirmed by the commit of the stopped position only, never by these."""
+        if self._closed or self._leaving:
+            raise RuntimeError("the client is closed")
+        if offsets is None:
+            closing = self._closing
+            offsets = {
+                tp: offset
+                for tp, offset in self._positions.items()
+                if offset >= 0 and tp not in closing
+            }
+        checked: dict[TP, int] = {}
+        for tp, offset in offsets.items():
+            if tp not in self._consuming:
+                raise ValueError(f"commit: {tp!r} is not a partition this member consumes")
+            if type(offset) is not int or not 0 <= offset <= INT64_MAX:
+                raise ValueError(f"commit: offset {offset!r} of {tp} must be an int >= 0")
+            checked[tp] = offset
+        self._to_commit.update(checked)
 
     def group_changed(self, now_ms: int) -> None:
         """The host learnt that the group changed (a plan was made, partitions were granted or
@@ -708,6 +736,7 @@ class HandoffClient:
         self._positions.clear()
         self._closing.clear()
         self._to_commit.clear()
+        self._stopped.clear()
         self._closed_ready.clear()
         self._to_fetch.clear()
         self._started_ready.clear()
@@ -766,8 +795,13 @@ class HandoffClient:
         if done:
             self._committed.update(done)
             self._emit(CommitCompleted(at_ms=now, offsets=done, auto=False))
-            if not self._leaving:
-                self._confirm_closed(set(done))
+            stopped = self._stopped
+            confirmed = {tp for tp, offset in done.items() if stopped.get(tp) == offset}
+            if confirmed:
+                for tp in confirmed:
+                    del stopped[tp]
+                if not self._leaving:
+                    self._confirm_closed(confirmed)
         if not failed:
             return
         if error == Errors.UNKNOWN_MEMBER_ID and not self._leaving:
@@ -782,7 +816,7 @@ class HandoffClient:
                 auto=False,
                 error_code=error or None,
                 reason=f"OffsetCommit answered {_name(error)}"
-                + ("" if gone else "; retried, the close unconfirmed"),
+                + ("" if gone else "; retried (a close stays unconfirmed until then)"),
             )
         )
         if gone:

@@ -524,3 +524,40 @@ def test_group_changed_brings_a_quiet_handoff_members_heartbeat_back_to_its_regu
     assert next_heartbeat - changed <= 1000
     assert h.owners() == {"a": [0, 1, 2], "b": [3, 4, 5]}
     assert h.group().state is HandoffState.STABLE and h.duplicates == []
+
+
+def test_commit_commits_what_is_consumed_and_never_confirms_a_close(h: Harness) -> None:
+    a = h.add("a")
+    h.run(2500)
+    positions = a.client.positions
+    assert positions and all(offset > 0 for offset in positions.values())
+    a.client.commit()
+    h.step()
+    (done,) = [e for e in a.events_of(CommitCompleted)]
+    assert done.offsets == positions and a.client.committed == positions
+    with pytest.raises(ValueError, match="not a partition this member consumes"):
+        a.client.commit({(TOPIC, 99): 1})
+
+    # A commit of a partition asked to close, at an older position than the one it stops at,
+    # confirms nothing: only the stopped position's commit does.
+    a.close_delay_ms = 4000
+    h.add("b")
+    h.run(2500)
+    closing = a.client.closing
+    assert closing
+    a.client.commit({tp: 1 for tp in closing})
+    h.step()
+    assert not [r for at, r in a.sent if isinstance(r, HandoffHeartbeatRequest) and r.closed]
+    h.run(4000)
+    confirmed = [(at, r) for at, r in a.sent if isinstance(r, HandoffHeartbeatRequest) and r.closed]
+    stopped = {tp: position for name, tp, position in h.stops if name == "a"}
+    assert confirmed and set(stopped) == closing
+    last_commit = max(e.at_ms for e in a.events_of(CommitCompleted) if set(e.offsets) & closing)
+    assert min(at for at, _ in confirmed) >= last_commit
+    assert {tp: a.client.committed[tp] for tp in closing} == stopped
+    assert h.owners() == {"a": [0, 1, 2], "b": [3, 4, 5]}
+    assert h.duplicates == []
+
+    a.client.close(h.now)
+    with pytest.raises(RuntimeError, match="closed"):
+        a.client.commit()

@@ -10,7 +10,7 @@ import pytest
 
 from coordinator_engine import CoordinatorConfig
 from coordinator_engine.client import ConsumerConfig, GroupClient, MemberState
-from coordinator_engine.requests import HeartbeatRequest, JoinGroupRequest
+from coordinator_engine.requests import HeartbeatRequest, JoinGroupRequest, OffsetCommitRequest
 from tests.engine.client_harness import ClientHarness
 
 GROUP = "orders"
@@ -112,3 +112,38 @@ def test_awaiting_poll_says_a_rejoin_waits_for_the_applications_poll() -> None:
 def test_quiet_heartbeats_must_be_a_bool() -> None:
     with pytest.raises(TypeError, match="quiet_heartbeats"):
         GroupClient(config(), 0, quiet_heartbeats=1)  # type: ignore[arg-type]
+
+
+def test_between_its_deadlines_an_idle_client_sends_nothing_until_its_state_changes() -> None:
+    harness = ClientHarness(TOPICS, QUICK)
+    consumer = harness.add("c0", config(enable_auto_commit=False), quiet_heartbeats=True)
+    harness.run_until(harness.stable, within_ms=30000)
+    client = consumer.client
+    consumer.polling = False
+    now = harness.now
+    assert client.outgoing(now) == []
+    due = client.next_deadline_ms()
+    assert due is not None and due > now
+    assert client.outgoing(due - 1) == []
+    assert client.next_deadline_ms() == due
+
+    client.enforce_rebalance()  # a change of state: the next call looks again
+    client.poll(due - 1)
+    assert [type(r) for r in client.outgoing(due - 1)] == [JoinGroupRequest]
+
+
+def test_auto_commit_due_ms_says_when_a_poll_commits() -> None:
+    harness = ClientHarness(TOPICS, QUICK)
+    consumer = harness.add("c0", config(auto_commit_interval_ms=5000))
+    harness.run_until(harness.stable, within_ms=30000)
+    client = consumer.client
+    consumer.polling = False
+    due = client.auto_commit_due_ms
+    assert due > harness.now
+
+    client.poll(due - 1)
+    assert not [r for r in client.outgoing(due - 1) if isinstance(r, OffsetCommitRequest)]
+    assert client.auto_commit_due_ms == due
+    client.poll(due)
+    assert [r for r in client.outgoing(due) if isinstance(r, OffsetCommitRequest)]
+    assert client.auto_commit_due_ms == due + 5000

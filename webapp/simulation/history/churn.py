@@ -27,7 +27,7 @@ from coordinator_engine.classic import ADMIN_REMOVAL_REASONS
 from coordinator_engine.handoff import HandoffGroupView, HandoffState
 
 from .catalogue import HOUR_MS, MINUTE_MS, SECOND_MS, GroupSpec
-from .members import STABLE, SYNCING, HandoffMember, Member, consumed_offset
+from .members import STABLE, HandoffMember, Member, consumed_offset
 from .summary import GroupSummary
 
 if TYPE_CHECKING:
@@ -295,17 +295,6 @@ class GroupRun:
         )
         self.summary.admin_removals += sum(m.error_code == NONE for m in response.members)
 
-    def notice_metadata(self, topic: str) -> None:
-        """A member's metadata refresh saw ``topic`` grow: it rejoins (after its sync, if it
-        is syncing), as Kafka's ``ConsumerCoordinator.rejoinNeededOrPending``."""
-        if self.run.draining:
-            return
-        for member in self.members:
-            if member.state in (STABLE, SYNCING) and not member.stalled:
-                self.summary.partition_changes += 1
-                member.request_rejoin(f"partition count of {topic} changed")
-                return
-
     # -- the end -------------------------------------------------------------------------------
 
     def settled(self) -> bool:
@@ -325,13 +314,7 @@ class GroupRun:
             or view.pending_member_ids
         ):
             return False
-        return all(
-            m.state is STABLE
-            and m.generation == view.generation_id
-            and m.rejoin_reason is None
-            and not m.stalled
-            for m in members
-        )
+        return all(m.settled and m.client.generation == view.generation_id for m in members)
 
 
 class HandoffGroupRun(GroupRun):
@@ -381,12 +364,6 @@ class HandoffGroupRun(GroupRun):
         actions = [action for action, _ in choices]
         (action,) = rng.choices(actions, weights=[weight for _, weight in choices])
         action()
-
-    def notice_metadata(self, topic: str) -> None:
-        """The partition store told the engine already (``grow_topic``), which re-planned;
-        members learn their new partitions at their next heartbeat."""
-        if self.members and not self.run.draining:
-            self.summary.partition_changes += 1
 
     def settled(self) -> bool:
         view = self.run.coordinator.group(self.spec.group_id)

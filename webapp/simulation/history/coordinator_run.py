@@ -11,14 +11,20 @@ from __future__ import annotations
 import contextlib
 import gc
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from coordinator_engine import CoordinatorConfig, GroupCoordinator, SqliteLog
-from coordinator_engine.client.protocol import assign, group_subscriptions
+from coordinator_engine import CoordinatorConfig, Errors, GroupCoordinator, SqliteLog
+from coordinator_engine.cluster import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+    TopicMetadata,
+)
 from coordinator_engine.events import (
     GenerationStarted,
     GroupEvent,
@@ -29,8 +35,6 @@ from coordinator_engine.events import (
     StateChanged,
     StaticMemberReplaced,
 )
-from coordinator_engine.requests import Assignment
-from coordinator_engine.responses import JoinGroupMember
 
 from .catalogue import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, SPAN_MS, START_MS, TOPICS, GroupSpec
 from .churn import GroupRun, HandoffGroupRun
@@ -167,6 +171,11 @@ class CoordinatorRun(VirtualTime):
         self.converted = 0
         self.draining = False
         self.partitions = dict(TOPICS)
+        self.metadata_answers: dict[tuple[str, ...] | None, MetadataResponse] = {}
+        self.metadata_max_age_ms = METADATA_MAX_AGE_MS
+        self.coordinator_node = FindCoordinatorResponse(
+            error_code=Errors.NONE, node_id=plan.index, host=f"coordinator-{plan.index}", port=9092
+        )
         self.groups = {
             spec.group_id: (HandoffGroupRun if spec.handoff else GroupRun)(self, spec, number)
             for number, spec in enumerate(plan.groups, start=1)
@@ -192,26 +201,32 @@ class CoordinatorRun(VirtualTime):
         assert reply.done, f"{type(request).__name__} was parked"
         return reply.response
 
-    def send(self, request: Any, on_response: Callable[[Any], None]) -> None:
-        """A JoinGroup or SyncGroup: answered now, or delivered when the engine completes it."""
-        reply = self.coordinator.handle(request, self.now)
-        if reply.done:
-            on_response(reply.response)
-        else:
-            deliveries = self.deliveries
-            reply.add_done_callback(lambda response: deliveries.append((on_response, response)))
+    def find_coordinator(self, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+        """This run's engine coordinates every group of its plan."""
+        return self.coordinator_node
+
+    def metadata(self, request: MetadataRequest) -> MetadataResponse:
+        """The partition counts of the topics asked (the same answer until a topic grows)."""
+        topics = request.topics
+        response = self.metadata_answers.get(topics)
+        if response is None:
+            names = sorted(self.partitions) if topics is None else topics
+            response = self.metadata_answers[topics] = MetadataResponse(
+                topics=tuple(
+                    TopicMetadata(name=name, error_code=Errors.NONE, partitions=count)
+                    if (count := self.partitions.get(name))
+                    else TopicMetadata(
+                        name=name, error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION, partitions=0
+                    )
+                    for name in names
+                )
+            )
+        return response
 
     def on_event(self, event: GroupEvent) -> None:
         self.rows.add(event)
         if type(event) in WAKING_EVENTS:
             self.groups[event.group_id].wake()
-
-    def assign(self, protocol: str, members: Sequence[JoinGroupMember]) -> tuple[Assignment, ...]:
-        """The leader's assignment, with the real assignor, over the current partition counts."""
-        subscriptions = group_subscriptions(protocol, members)
-        topics = sorted({t for s in subscriptions.values() for t in s.topics})
-        counts = {t: self.partitions[t] for t in topics if t in self.partitions}
-        return assign(protocol, subscriptions, counts)[1]
 
     # -- recurring work ------------------------------------------------------------------------
 
@@ -242,11 +257,11 @@ class CoordinatorRun(VirtualTime):
             return
         topic, count = change
         self.partitions[topic] = count
+        self.metadata_answers.clear()
         self.coordinator.set_topic_partitions(topic, count, self.now)  # the partition store
-        for group in self.groups.values():
+        for group in self.groups.values():  # their members notice at their metadata refresh
             if topic in group.spec.topics and group.members:
-                delay = self.rng.randrange(SECOND_MS, METADATA_MAX_AGE_MS)
-                self.at(self.now + delay, group.notice_metadata, topic)
+                group.summary.partition_changes += 1
 
     # -- the run -------------------------------------------------------------------------------
 
