@@ -134,6 +134,32 @@ def subscription_type(subscriptions: Mapping[str, frozenset[str]]) -> Subscripti
     return SubscriptionType.HETEROGENEOUS
 
 
+def subscribers_by_topic(subscriptions: list[frozenset[str]]) -> dict[str, list[int]]:
+    """Each subscribed topic's subscribers, as ascending positions in ``subscriptions``.
+
+    Topics subscribed by the same members share one list, built once: a group where every
+    member subscribes to every topic costs one pass over its members, not one per topic. The
+    lists are shared, so callers must not change them.
+    """
+    distinct: dict[frozenset[str], int] = {}
+    kinds = [distinct.setdefault(topics, len(distinct)) for topics in subscriptions]
+    holders: dict[str, list[int]] = {}  # topic -> the distinct subscriptions that hold it
+    for topics, kind in distinct.items():
+        for topic in topics:
+            holders.setdefault(topic, []).append(kind)
+    shared: dict[tuple[int, ...], list[int]] = {}
+    result: dict[str, list[int]] = {}
+    for topic, kinds_holding in holders.items():
+        key = tuple(kinds_holding)
+        positions = shared.get(key)
+        if positions is None:
+            wanted = set(key)
+            positions = [i for i, kind in enumerate(kinds) if kind in wanted]
+            shared[key] = positions
+        result[topic] = positions
+    return result
+
+
 def frozen(assignment: Mapping[str, set[int] | frozenset[int]]) -> MemberTargetAssignment:
     """A member's target assignment as returned: frozensets, topics without partitions left out."""
     return {

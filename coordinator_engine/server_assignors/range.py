@@ -46,12 +46,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from coordinator_engine.assignors._common import java_string_key, member_info_key
+from coordinator_engine.assignors._common import member_info_key
 from coordinator_engine.server_assignors._common import (
     GroupTargetAssignment,
     MemberSpec,
     assignable_topics,
     effective_subscriptions,
+    subscribers_by_topic,
 )
 
 #: The assignor's name, as members send it in ConsumerGroupHeartbeat's ServerAssignor.
@@ -65,18 +66,15 @@ def assign_range(
     counts = assignable_topics(members, partitions)
     subscriptions = effective_subscriptions(members, counts)
     ordered = sorted(members, key=lambda m: member_info_key(m, members[m].instance_id))
-    subscribers: dict[str, list[str]] = {}
-    for member_id in ordered:
-        for topic in subscriptions[member_id]:
-            subscribers.setdefault(topic, []).append(member_id)
-    result: GroupTargetAssignment = {member_id: {} for member_id in ordered}
-    for topic in sorted(subscribers, key=java_string_key):
-        topic_members = subscribers[topic]
-        per_member, extra = divmod(counts[topic], len(topic_members))
+    targets: list[dict[str, frozenset[int]]] = [{} for _ in ordered]
+    by_topic = subscribers_by_topic([subscriptions[m] for m in ordered])
+    for topic, positions in by_topic.items():
+        per_member, extra = divmod(counts[topic], len(positions))
+        if per_member == 0:
+            positions = positions[:extra]  # the others get nothing of this topic
         start = 0
-        for index, member_id in enumerate(topic_members):
+        for index, position in enumerate(positions):
             end = start + per_member + (1 if index < extra else 0)
-            if end > start:
-                result[member_id][topic] = frozenset(range(start, end))
+            targets[position][topic] = frozenset(range(start, end))
             start = end
-    return result
+    return dict(zip(ordered, targets, strict=True))

@@ -68,6 +68,7 @@ from coordinator_engine.server_assignors._common import (
     assignable_topics,
     effective_subscriptions,
     frozen,
+    subscribers_by_topic,
     subscription_type,
 )
 
@@ -281,10 +282,7 @@ class _HeterogeneousBuilder:
         self.member_ids = sorted(members, key=java_string_key)
         self.subscriptions = [subscriptions[m] for m in self.member_ids]
         self.counts = counts
-        self.subscribers: dict[str, list[int]] = {}
-        for index, topics in enumerate(self.subscriptions):
-            for topic in topics:
-                self.subscribers.setdefault(topic, []).append(index)
+        self.subscribers = subscribers_by_topic(self.subscriptions)
         self.owners = {topic: [-1] * count for topic, count in counts.items()}
         self.sizes = [0] * len(self.member_ids)
         self.targets: list[dict[str, set[int] | frozenset[int]]] = []
