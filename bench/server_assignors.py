@@ -26,17 +26,17 @@ The last line printed is one JSON object with every figure.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import platform
 import sys
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from assignors import timed  # bench/assignors.py, beside this file
 
 from coordinator_engine.assignors import Subscription
 from coordinator_engine.assignors._validation import assignment_problems
@@ -88,18 +88,6 @@ def subscribed(kind: str, i: int, names: list[str]) -> frozenset[str]:
         return frozenset(names)
     third = len(names) // 3
     return frozenset(names[: 2 * third] if i % 3 == 0 else names[third:] if i % 3 == 1 else names)
-
-
-def timed(run: Callable[[], Target], repeats: int) -> tuple[float, Target]:
-    best = float("inf")
-    result: Target = {}
-    for _ in range(repeats):
-        result = {}
-        gc.collect()
-        start = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def check(

@@ -104,8 +104,9 @@ def assign_uniform(
     return _HeterogeneousBuilder(members, subscriptions, counts).build()
 
 
-class _HomogeneousBuilder:
-    """Kafka's ``UniformHomogeneousAssignmentBuilder`` (see the module's docstring)."""
+class _Builder:
+    """What both builders start from: the members, numbered in member-id order, their
+    assignable subscriptions and the partition counts of the topics they subscribe to."""
 
     def __init__(
         self,
@@ -115,10 +116,23 @@ class _HomogeneousBuilder:
     ) -> None:
         self.members = members
         self.member_ids = sorted(members, key=java_string_key)
-        topics = next(iter(subscriptions.values()), frozenset())
+        self.subscriptions = [subscriptions[m] for m in self.member_ids]
+        self.counts = counts
+
+
+class _HomogeneousBuilder(_Builder):
+    """Kafka's ``UniformHomogeneousAssignmentBuilder`` (see the module's docstring)."""
+
+    def __init__(
+        self,
+        members: Mapping[str, MemberSpec],
+        subscriptions: Mapping[str, frozenset[str]],
+        counts: Mapping[str, int],
+    ) -> None:
+        super().__init__(members, subscriptions, counts)
+        topics = self.subscriptions[0] if self.subscriptions else frozenset()
         self.topics = sorted(topics, key=java_string_key)
         self.rank = {topic: index for index, topic in enumerate(self.topics)}
-        self.counts = counts
 
     def build(self) -> GroupTargetAssignment:
         if not self.topics:
@@ -264,7 +278,7 @@ class _Unassigned:
         return any(0 in self.taken[t] for t in self.topics[self.topic_index :])
 
 
-class _HeterogeneousBuilder:
+class _HeterogeneousBuilder(_Builder):
     """Kafka's ``UniformHeterogeneousAssignmentBuilder`` (see the module's docstring).
 
     Members are numbered in member-id order; ``owners[topic][p]`` is the number of the member
@@ -278,10 +292,7 @@ class _HeterogeneousBuilder:
         subscriptions: Mapping[str, frozenset[str]],
         counts: Mapping[str, int],
     ) -> None:
-        self.members = members
-        self.member_ids = sorted(members, key=java_string_key)
-        self.subscriptions = [subscriptions[m] for m in self.member_ids]
-        self.counts = counts
+        super().__init__(members, subscriptions, counts)
         self.subscribers = subscribers_by_topic(self.subscriptions)
         self.owners = {topic: [-1] * count for topic, count in counts.items()}
         self.sizes = [0] * len(self.member_ids)
