@@ -27,7 +27,8 @@ contiguous ranges.
 Kafka gives the extra partitions to the first members it iterates; this module gives them first
 to the members that already hold more than ``P // M`` valid partitions, so no member gives up a
 partition only for another to get one more: the number of partitions moved is the least possible
-(every member keeps ``min(kept, quota)``, and the quotas are chosen to make that sum largest).
+(every member keeps ``min(held, quota)`` of the partitions it held, and the quotas are chosen
+to make that sum largest).
 
 Worked example: ``t0`` with 4 partitions, ``t1`` with 2, members ``A`` (had ``t0: 0 1 2``),
 ``B`` (had ``t0: 3, t1: 0 1``) and the new ``C``. Quota 2 each. ``A`` keeps ``t0: 0 1``, ``B``
