@@ -55,6 +55,7 @@ pytest: $(STAMP) $(NODE_STAMP)
 bench: $(STAMP)
 	$(PY) bench/engine.py
 	$(PY) bench/assignors.py
+	$(PY) bench/server_assignors.py
 
 clean:
 	rm -rf $(VENV) node_modules .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -51,6 +51,7 @@ from coordinator_engine.assignors._validation import (
 )
 
 Assignment = dict[str, list[tuple[str, int]]]
+R = TypeVar("R")
 PEER = "kafka-python sticky"
 
 
@@ -157,15 +158,18 @@ def kafka_python_sticky(
 # -- measuring -----------------------------------------------------------------------------------
 
 
-def timed(run: Callable[[], Assignment], repeats: int) -> tuple[float, Assignment]:
+def timed(run: Callable[[], R], repeats: int) -> tuple[float, R]:
+    """The best time of ``repeats`` runs, and the last run's result (also for
+    ``bench/server_assignors.py``)."""
     best = float("inf")
-    result: Assignment = {}
+    result: R | None = None
     for _ in range(repeats):
-        result = {}
+        result = None  # drop the last result before collecting
         gc.collect()  # start every run with the same heap: no garbage left from the last one
         start = time.perf_counter()
         result = run()
         best = min(best, time.perf_counter() - start)
+    assert result is not None
     return best, result
 
 
