@@ -1,20 +1,26 @@
-"""Benchmark: where generate_history's CPU goes, and how much of it is the engine's own.
+"""Benchmark: where generate_history's CPU goes: the engine's share, and the clients'.
 
-    .venv/bin/python bench/generate_share.py [--events N] [--seed S]
+    .venv/bin/python bench/generate_share.py [--events N] [--seed S] [--clients]
 
-``manage.py generate_history`` drives the real engine (``GroupCoordinator``) with simulated
-members. Its speed has two parts: the engine answering the members' requests, which any
-generator of this history must pay, and the simulation around it (the members, virtual time,
-the rows). This runs ``webapp.simulation.history.generate_history`` in one process (``jobs=1``,
-default 200,000 events into a temporary directory) with ``GroupCoordinator.handle`` wrapped in
-a timer, and prints the process's CPU per event, the engine's share, and per request type its
-calls, µs per call and µs per event. The wrapper's own cost (two clock reads per call, about
-0.1 µs each) is counted in the engine's time.
+``manage.py generate_history`` drives the real engine (``GroupCoordinator``) with the library's
+consumer clients (``GroupClient``, ``HandoffClient``) in virtual time. Its speed has three
+parts: the engine answering the members' requests, which any generator of this history must
+pay; the clients' own work (``outgoing``, ``receive``, ``poll``, ...), which any host of these
+clients must pay; and the host around them (the members' applications, virtual time, the rows).
+This runs ``webapp.simulation.history.generate_history`` in one process (``jobs=1``, default
+200,000 events into a temporary directory) with ``GroupCoordinator.handle`` wrapped in a timer
+(with ``--clients``, the clients' calls too), and prints the process's CPU per event, the
+engine's share (the clients' too), and per request type and client call its calls, µs per call
+and µs per event. Each bucket counts its own time only: a client's ``group_changed`` called by
+the engine's listeners inside ``handle()`` counts for the client, and the measured cost of
+timing a nested call is taken off its caller's. The timers slow the run (``--clients`` by
+about a third): the CPU figure to quote is one without ``--clients``.
 
 The engine's µs per event is a floor for the generator on this machine: with ``jobs=2`` the
 two coordinators run on two cores at best, so ``2 / (engine µs per event)`` is the most events
-per second any simulation around this engine could reach here. There is no peer. The last line
-is one JSON object with every figure.
+per second any simulation around this engine could reach here; the engine's and the clients'
+µs per event together are the floor of any host of these clients. There is no peer. The last
+line is one JSON object with every figure.
 """
 
 from __future__ import annotations
@@ -31,35 +37,121 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+#: The clients' calls a host makes, timed with ``--clients``.
+CLIENT_CALLS = (
+    "poll",
+    "outgoing",
+    "receive",
+    "next_deadline_ms",
+    "events",
+    "group_changed",
+    "record_consumed",
+    "commit",
+    "partitions_stopped",
+    "close",
+)
+
+
+class ExclusiveTimer:
+    """Wraps functions so that each bucket gets its own time, without the time of the timed
+    calls made inside it (the engine's listeners call a client's ``group_changed`` from
+    inside ``handle``, say). Each call's clock reads are measured (``calibrate``) and taken
+    off."""
+
+    def __init__(self) -> None:
+        #: bucket -> [own seconds, calls, timed calls nested in them]
+        self.spent: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0, 0])
+        #: per timed call under way: [seconds of the timed calls inside it, how many]
+        self.stack: list[list[float]] = []
+        self.overhead = 0.0
+
+    def wrap(self, function: Any, bucket: Any) -> Any:
+        """``bucket(args)`` names the bucket of one call."""
+        clock = time.perf_counter
+        stack = self.stack
+        spent = self.spent
+
+        def timed(*args: Any, **named: Any) -> Any:
+            stack.append([0.0, 0])
+            began = clock()
+            try:
+                return function(*args, **named)
+            finally:
+                elapsed = clock() - began
+                inner, nested = stack.pop()
+                figures = spent[bucket(args)]
+                figures[0] += elapsed - inner
+                figures[1] += 1
+                figures[2] += nested
+                if stack:
+                    stack[-1][0] += elapsed
+                    stack[-1][1] += 1
+
+        return timed
+
+    def calibrate(self, calls: int = 200_000) -> None:
+        """The time one wrapped call adds to its caller's bucket, measured on a no-op."""
+        noop = self.wrap(lambda: None, lambda args: "calibration")
+        began = time.perf_counter()
+        for _ in range(calls):
+            noop()
+        total = time.perf_counter() - began
+        own = self.spent.pop("calibration")[0]
+        # What the caller's bucket would have counted, minus what the no-op's bucket kept.
+        self.overhead = (total - own) / calls
+
+    def seconds(self, name: str) -> float:
+        """A bucket's time, the cost of timing the calls nested in it taken off."""
+        own, _, nested = self.spent.get(name, (0.0, 0, 0))
+        return own - nested * self.overhead
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=200_000, help="events (default 200,000)")
     parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    parser.add_argument(
+        "--clients",
+        action="store_true",
+        help="time the consumer clients' calls too (slows the run: compare CPU without it)",
+    )
     args = parser.parse_args()
 
     from coordinator_engine import coordinator
+    from coordinator_engine.client import GroupClient, HandoffClient
     from webapp.simulation.history import generate_history
 
-    handle = coordinator.GroupCoordinator.handle
-    spent: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0])
-    clock = time.perf_counter
+    timer = ExclusiveTimer()
+    timer.calibrate()
+    engine_buckets: set[str] = set()
 
-    def timed_handle(self: Any, request: Any, *rest: Any, **named: Any) -> Any:
-        began = clock()
-        try:
-            return handle(self, request, *rest, **named)
-        finally:
-            figures = spent[type(request).__name__]
-            figures[0] += clock() - began
-            figures[1] += 1
+    def request_bucket(args: Any) -> str:
+        name = type(args[1]).__name__
+        engine_buckets.add(name)
+        return name
 
-    coordinator.GroupCoordinator.handle = timed_handle  # type: ignore[method-assign]
+    coordinator.GroupCoordinator.handle = timer.wrap(  # type: ignore[method-assign]
+        coordinator.GroupCoordinator.handle, request_bucket
+    )
+    client_buckets: set[str] = set()
+    if args.clients:
+        for cls in (GroupClient, HandoffClient):
+            for call in CLIENT_CALLS:
+                if hasattr(cls, call):
+                    name = f"{cls.__name__}.{call}"
+                    client_buckets.add(name)
+                    setattr(cls, call, timer.wrap(getattr(cls, call), lambda args, n=name: n))
     with tempfile.TemporaryDirectory(prefix="generate-share-") as scratch:
         cpu_before = time.process_time()
         generated = generate_history(Path(scratch) / "history", args.events, seed=args.seed, jobs=1)
         cpu = time.process_time() - cpu_before
     events = generated.events
-    engine = sum(seconds for seconds, _ in spent.values())
+    spent = timer.spent
+
+    # The engine's listeners call clients (group_changed, next_deadline_ms) from inside
+    # handle(): each bucket holds its own time only.
+    engine = sum(timer.seconds(n) for n in engine_buckets)
+    clients = sum(timer.seconds(n) for n in client_buckets)
 
     def per_event(seconds: float) -> float:
         return seconds / events * 1e6
@@ -67,14 +159,20 @@ def main() -> int:
     print(f"\ngenerate_history, {events:,} events, seed {args.seed}, one process\n")
     print(f"CPU {cpu:.1f} s: {per_event(cpu):.1f} µs per event, of which the engine's handle()")
     print(f"{engine:.1f} s ({engine / cpu:.0%}): {per_event(engine):.1f} µs per event")
-    print(f"most events/s on two cores with this engine: {2 / (engine / events):,.0f}\n")
-    print("| request | calls | µs per call | µs per event |")
-    print("|---|---|---|---|")
-    rows = sorted(spent.items(), key=lambda item: -item[1][0])
-    for name, (seconds, calls) in rows:
+    if args.clients:
         print(
-            f"| {name} | {int(calls):,} | {seconds / calls * 1e6:.1f} | {per_event(seconds):.1f} |"
+            f"and the clients' own calls {clients:.1f} s: {per_event(clients):.1f} µs per event"
+            f" (the timers add about {timer.overhead * 1e6:.2f} µs per call to the CPU, not to"
+            " these figures)"
         )
+    print(f"most events/s on two cores with this engine: {2 / (engine / events):,.0f}\n")
+    print("| call | calls | µs per call | µs per event |")
+    print("|---|---|---|---|")
+    rows = sorted(
+        ((n, timer.seconds(n), int(f[1])) for n, f in spent.items() if f[1]), key=lambda r: -r[1]
+    )
+    for name, seconds, calls in rows:
+        print(f"| {name} | {calls:,} | {seconds / calls * 1e6:.2f} | {per_event(seconds):.2f} |")
     print(
         json.dumps(
             {
@@ -85,9 +183,10 @@ def main() -> int:
                 "engine_s": engine,
                 "engine_us_per_event": per_event(engine),
                 "engine_bound_events_per_s_two_cores": 2 / (engine / events),
-                "requests": {
-                    name: {"calls": int(calls), "seconds": seconds}
-                    for name, (seconds, calls) in rows
+                "clients_s": clients if args.clients else None,
+                "clients_us_per_event": per_event(clients) if args.clients else None,
+                "calls": {
+                    name: {"calls": calls, "seconds": seconds} for name, seconds, calls in rows
                 },
             }
         )
