@@ -775,10 +775,10 @@ def _fetched(
     end = spec.log_end_offset(partition, context.runtime.now_ms())
     if not 0 <= offset <= end:
         return ErrorCode.offset_out_of_range, end, b""
-    stored = context.store.read(spec.name, partition, offset, max_bytes)
+    stored = context.store.read(spec.topic_id, partition, offset, max_bytes)
     if stored:
         return ErrorCode.none, end, b"".join(batch.data for batch in stored)
-    upto = min(end, context.store.next_stored(spec.name, partition, offset) or end)
+    upto = min(end, context.store.next_stored(spec.topic_id, partition, offset) or end)
     count = min(upto - offset, MAX_RECORDS_PER_BATCH, max(1, max_bytes // RECORD_BYTES_ESTIMATE))
     records = simulated_batch(spec, partition, offset, offset + count) if count > 0 else b""
     return ErrorCode.none, end, records
@@ -901,7 +901,7 @@ async def _append(
     base = await context.runtime.append_records(
         topic, partition, sum(count for count, _ in batches)
     )
-    context.store.append(topic, partition, base, batches, context.runtime.now_ms())
+    context.store.append(spec.topic_id, partition, base, batches, context.runtime.now_ms())
     return ErrorCode.none, base, None
 
 

@@ -99,6 +99,12 @@ class KafkaListener:
         return f"{self.advertised_host}:{self.port}"
 
     async def start(self) -> None:
+        """Listen (the runtime serves: its topic registry is loaded)."""
+        adopted = self.store.adopt_named(
+            {spec.name: spec.topic_id for spec in self.runtime.topics.all()}
+        )
+        if adopted:
+            logger.info("Kafka record store: %d batches kept by topic name now by id", adopted)
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         logger.info("Kafka listener on %s:%d (advertised %s)", self.host, self.port, self.address)

@@ -11,6 +11,7 @@ import datetime
 import io
 import struct
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -245,6 +246,64 @@ async def test_the_zero_topic_id_names_no_topic(kafka: KafkaListener) -> None:
     assert [p.error_code for p in fetched.responses[0].partitions] == [UNKNOWN_TOPIC_ID]
     described = await ask(kafka, 3, 12, metadata_request(12, [(uuid.UUID(int=0), None)]))
     assert [t.error_code for t in described.topics] == [INVALID_REQUEST]
+
+
+async def test_a_topic_created_again_has_none_of_the_old_topic_s_produced_records(
+    kafka: KafkaListener,
+) -> None:
+    from confluent_kafka import Producer
+
+    await kafka.runtime.create_topic("payments", 1)
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{kafka.port}", "linger.ms": 5})
+    for n in range(5):
+        producer.produce("payments", value=f"old {n}".encode(), partition=0)
+    assert await asyncio.to_thread(producer.flush, 10) == 0
+    old = kafka.runtime.topics.get("payments").topic_id  # type: ignore[union-attr]
+    before = await ask(kafka, 1, 16, fetch_request(16, [(old, 0, 0)]))
+    assert b"old 0" in before.responses[0].partitions[0].records
+
+    await kafka.runtime.delete_topic("payments")
+    new = (await kafka.runtime.create_topic("payments", 1)).topic_id
+    for asked in (
+        fetch_request(16, [(new, 0, 0)]),
+        fetch_request(12, [("payments", 0, 0)]),
+    ):
+        answer = await ask(kafka, 1, asked.__version__, asked)
+        ((partition),) = answer.responses[0].partitions
+        assert (partition.error_code, partition.high_watermark, partition.records) == (0, 0, b"")
+
+
+async def test_a_record_store_from_before_topic_ids_gives_its_batches_to_the_topics_of_their_names(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    from webapp.transports.kafka.store import RecordStore
+
+    path = tmp_path / "records.db"
+    with sqlite3.connect(path) as legacy:
+        legacy.execute(
+            "CREATE TABLE batches (topic TEXT NOT NULL, partition INTEGER NOT NULL,"
+            " base_offset INTEGER NOT NULL, last_offset INTEGER NOT NULL,"
+            " appended_ms INTEGER NOT NULL, data BLOB NOT NULL,"
+            " PRIMARY KEY (topic, partition, base_offset)) WITHOUT ROWID"
+        )
+        legacy.executemany(
+            "INSERT INTO batches VALUES (?, ?, ?, ?, ?, ?)",
+            [("payments", 0, 0, 2, 1, b"kept"), ("deleted", 0, 0, 0, 1, b"dropped")],
+        )
+    payments = uuid.uuid4()
+    store = RecordStore(path)
+    try:
+        assert store.adopt_named({"payments": payments, "audit": uuid.uuid4()}) == 1
+        assert [b.data for b in store.read(payments, 0, 0, 1 << 20)] == [b"kept"]
+        assert store.adopt_named({"payments": payments}) == 0  # once
+    finally:
+        store.close()
+    with sqlite3.connect(path) as after:
+        tables = {name for (name,) in after.execute("SELECT name FROM sqlite_master")}
+        assert "batches" not in tables
+        assert after.execute("SELECT COUNT(*) FROM produced_batches").fetchone() == (1,)
 
 
 # -- OffsetCommit v9, OffsetFetch v8 and v9 ----------------------------------------------------
