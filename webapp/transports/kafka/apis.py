@@ -225,7 +225,9 @@ async def _metadata(context: Context, request: Request) -> Any:
     unknown_ids: list[uuid.UUID] = []
     # v0 asks for every topic with an empty list; later versions with null.
     everything = asked is None or (version == 0 and not asked)
-    ids = [] if everything else [t.topic_id for t in asked if getattr(t, "topic_id", None)]
+    # The ids given (none before v10); kio reads Kafka's zero id, "no id", as None.
+    given = () if everything else (getattr(t, "topic_id", None) for t in asked)
+    ids = [topic_id for topic_id in given if topic_id is not None]
     if everything:
         names: tuple[str, ...] | None = None
     elif (version < 12 and ids) or (not ids and any(t.name is None for t in asked)):
