@@ -456,6 +456,14 @@ async def test_list_groups_v5_gives_each_group_its_type_and_filters_by_type(
 # -- malformed frames of the new versions -------------------------------------------------------
 
 
+def offset_fetch_v9(group_id: str) -> Any:
+    from kio.schema.offset_fetch.v9.request import OffsetFetchRequest, OffsetFetchRequestGroup
+
+    return OffsetFetchRequest(
+        groups=(OffsetFetchRequestGroup(group_id=group_id, topics=None),), require_stable=False
+    )
+
+
 def truncated(api_key: int, version: int, body: Any) -> bytes:
     """``body``'s frame cut 3 bytes short of its end, its size prefix saying so."""
     whole = encoded_request(api_key, version, body)[4:]
@@ -493,6 +501,14 @@ def truncated(api_key: int, version: int, body: Any) -> bytes:
         pytest.param(
             frame(struct.pack(">hhih", 1, 17, 1, 3) + b"raw" + b"\x00"),
             id="a Fetch version not served",
+        ),
+        pytest.param(
+            encoded_request(8, 9, offset_commit_v9("g", "m" * 40_000, 1, {0: 1})),
+            id="an OffsetCommit v9 member id longer than Kafka's strings",
+        ),
+        pytest.param(
+            encoded_request(9, 9, offset_fetch_v9(group_id="g" * 40_000)),
+            id="an OffsetFetch v9 group id longer than Kafka's strings",
         ),
     ],
 )
