@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
-import io
 import struct
 import uuid
 from pathlib import Path
@@ -16,14 +15,14 @@ from typing import Any
 
 import pytest
 from kio.index import load_request_schema
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 from coordinator_engine import JoinGroupRequest, Protocol, SyncGroupRequest
 from webapp.transports.kafka.apis import SUPPORTED
 from webapp.transports.kafka.codec import response_schema
 from webapp.transports.kafka.listener import KafkaListener
 
-from .test_wire import answers_api_versions, exchange, frame, read_response
+from .test_wire import answers_api_versions, exchange, frame, read_response, request_frame
 
 pytestmark = pytest.mark.asyncio
 
@@ -33,28 +32,11 @@ INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
 
 
-def encoded_request(api_key: int, version: int, body: Any, correlation_id: int = 1) -> bytes:
-    schema = load_request_schema(api_key, version)
-    header = schema.__header_schema__
-    buffer = io.BytesIO()
-    entity_writer(header)(
-        buffer,
-        header(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id="raw",
-        ),
-    )
-    entity_writer(schema)(buffer, body)
-    return frame(buffer.getvalue())
-
-
 async def ask(listener: KafkaListener, api_key: int, version: int, body: Any) -> Any:
     """Send one request (kio's ``body`` of that version); kio's decoded answer."""
     reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
     try:
-        writer.write(encoded_request(api_key, version, body, correlation_id=9))
+        writer.write(request_frame(api_key, version, 9, body))
         reply = await read_response(reader)
     finally:
         writer.close()
@@ -466,7 +448,7 @@ def offset_fetch_v9(group_id: str) -> Any:
 
 def truncated(api_key: int, version: int, body: Any) -> bytes:
     """``body``'s frame cut 3 bytes short of its end, its size prefix saying so."""
-    whole = encoded_request(api_key, version, body)[4:]
+    whole = request_frame(api_key, version, 1, body)[4:]
     return frame(whole[:-3])
 
 
@@ -503,11 +485,11 @@ def truncated(api_key: int, version: int, body: Any) -> bytes:
             id="a Fetch version not served",
         ),
         pytest.param(
-            encoded_request(8, 9, offset_commit_v9("g", "m" * 40_000, 1, {0: 1})),
+            request_frame(8, 9, 1, offset_commit_v9("g", "m" * 40_000, 1, {0: 1})),
             id="an OffsetCommit v9 member id longer than Kafka's strings",
         ),
         pytest.param(
-            encoded_request(9, 9, offset_fetch_v9(group_id="g" * 40_000)),
+            request_frame(9, 9, 1, offset_fetch_v9(group_id="g" * 40_000)),
             id="an OffsetFetch v9 group id longer than Kafka's strings",
         ),
     ],
@@ -523,7 +505,7 @@ async def test_a_malformed_frame_of_a_new_version_closes_only_its_connection(
     ]
     assert await answers_api_versions(kafka)
     # A connection opened before is served on.
-    other.write(encoded_request(16, 5, request_class(16, 5, "ListGroupsRequest")(), 4))
+    other.write(request_frame(16, 5, 4, request_class(16, 5, "ListGroupsRequest")()))
     assert struct.unpack(">i", (await read_response(other_reader))[:4])[0] == 4
     other.close()
 

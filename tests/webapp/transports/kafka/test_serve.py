@@ -88,7 +88,7 @@ def metadata_by_id(port: int, topic_ids: list[uuid.UUID]) -> list[tuple[str | No
     from kio.schema.metadata.v12.response import MetadataResponse
     from kio.serial import entity_reader
 
-    from .test_new_versions import encoded_request
+    from .test_wire import request_frame
 
     request = MetadataRequest(
         topics=tuple(MetadataRequestTopic(topic_id=i, name=None) for i in topic_ids),
@@ -96,7 +96,7 @@ def metadata_by_id(port: int, topic_ids: list[uuid.UUID]) -> list[tuple[str | No
         include_topic_authorized_operations=False,
     )
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(encoded_request(3, 12, request))
+        sock.sendall(request_frame(3, 12, 1, request))
         reply = b""
         while len(reply) < 4 or len(reply) < 4 + struct.unpack(">i", reply[:4])[0]:
             more = sock.recv(1 << 16)
