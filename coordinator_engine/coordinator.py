@@ -44,7 +44,7 @@ the reply and event queues. See docs/engine.md, "Layout".
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast, overload
 
 from .classic import ClassicGroupManager, GroupView
@@ -394,9 +394,17 @@ class GroupCoordinator:
         return Reply.of(DescribeGroupsResponse(groups=tuple(out)))
 
     def _list_groups(self, req: ListGroupsRequest, now: int) -> Reply[ListGroupsResponse]:
-        """Kafka's `handleListGroups` (KIP-518 filter, case-insensitive): every kind, by id."""
+        """Kafka's `handleListGroups` (KIP-518 state filter, KIP-848 type filter, both
+        case-insensitive): every kind, by id. A group's type is its kind's name (Kafka's
+        `Group.GroupType`); a type no kind has matches nothing, as Kafka's `UNKNOWN` does."""
         states = {state.lower() for state in req.states_filter}
-        listed = [g for m in self._managers.values() for g in m.listed_groups(states)]
+        types = {group_type.lower() for group_type in req.types_filter}
+        listed = [
+            replace(g, group_type=kind)
+            for kind, m in self._managers.items()
+            if not types or kind in types
+            for g in m.listed_groups(states)
+        ]
         listed.sort(key=lambda g: g.group_id)
         return Reply.of(ListGroupsResponse(error_code=NONE, groups=tuple(listed)))
 

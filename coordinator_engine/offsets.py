@@ -230,7 +230,10 @@ class OffsetsManager:
     # ---------------------------------------------------------------- OffsetFetch
 
     def _offset_fetch(self, req: OffsetFetchRequest, now: int) -> Reply[OffsetFetchResponse]:
-        """Kafka's `handleFetchOffsets` / `getOffsets`: unknown partitions answer offset −1."""
+        """Kafka's `handleFetchOffsets` / `getOffsets`: unknown partitions answer offset −1.
+        `req.member_id` and `req.member_epoch` are not checked: a classic group ignores them
+        (`ClassicGroup.validateOffsetFetch`); a kind that checks them (Kafka's
+        `ConsumerGroup.validateOffsetFetch`) will do it here, through the group's kind."""
         try:
             self._ctx.validate_group(req.group_id, allow_empty_id=True)
         except CoordinatorError as exc:

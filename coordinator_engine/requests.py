@@ -373,13 +373,20 @@ class OffsetCommitRequest:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class OffsetFetchRequest:
-    """OffsetFetch: the given partitions, or every committed one when `partitions` is None."""
+    """OffsetFetch: the given partitions, or every committed one when `partitions` is None.
+    `member_id` and `member_epoch` (OffsetFetch v9, KIP-848) name the member asking, None and
+    −1 for none; a classic group ignores them, as Kafka's `ClassicGroup.validateOffsetFetch`
+    does."""
 
     group_id: str
     partitions: tuple[TopicPartition, ...] | None = None
+    member_id: str | None = None
+    member_epoch: int = -1
 
     def __post_init__(self) -> None:
         check_str("OffsetFetchRequest", "group_id", self.group_id)
+        check_str("OffsetFetchRequest", "member_id", self.member_id, nullable=True)
+        check_int("OffsetFetchRequest", "member_epoch", self.member_epoch)
         if self.partitions is not None:
             check_tuple_of("OffsetFetchRequest", "partitions", self.partitions, TopicPartition)
 
@@ -406,12 +413,15 @@ class DescribeGroupsRequest:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ListGroupsRequest:
-    """ListGroups; `states_filter` keeps groups in those states (KIP-518), empty = all."""
+    """ListGroups; `states_filter` keeps groups in those states (KIP-518), `types_filter`
+    groups of those types (KIP-848: a kind's name, `classic`, `handoff`); empty = all."""
 
     states_filter: tuple[str, ...] = ()
+    types_filter: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_tuple_of("ListGroupsRequest", "states_filter", self.states_filter, str)
+        check_tuple_of("ListGroupsRequest", "types_filter", self.types_filter, str)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

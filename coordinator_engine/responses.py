@@ -127,9 +127,12 @@ class DescribeGroupsResponse:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ListedGroup:
+    """One group in a ListGroups answer; `group_type` is its kind's name (KIP-848's type)."""
+
     group_id: str
     protocol_type: str
     group_state: str
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -7,6 +7,7 @@ hold.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -16,10 +17,11 @@ from .runtime.topics import TopicSpec
 
 
 class Topic(models.Model):
-    """A topic of the registry (``webapp.runtime.topics``); ``origins`` is
-    ``[[base_offset, since_ms], ...]``, one per partition."""
+    """A topic of the registry (``webapp.runtime.topics``); ``topic_id`` is its Kafka topic
+    id, ``origins`` is ``[[base_offset, since_ms], ...]``, one per partition."""
 
     name = models.CharField(max_length=249, unique=True)
+    topic_id = models.UUIDField(unique=True, default=uuid.uuid4)
     produce_rate_per_s = models.FloatField(default=0.0)
     origins = models.JSONField(default=list)
 
@@ -32,6 +34,7 @@ class Topic(models.Model):
     def to_spec(self) -> TopicSpec:
         return TopicSpec(
             name=self.name,
+            topic_id=self.topic_id,
             produce_rate_per_s=self.produce_rate_per_s,
             origins=tuple((int(base), int(since)) for base, since in self.origins),
         )
@@ -39,6 +42,7 @@ class Topic(models.Model):
     @classmethod
     def fields_of(cls, spec: TopicSpec) -> dict[str, Any]:
         return {
+            "topic_id": spec.topic_id,
             "produce_rate_per_s": spec.produce_rate_per_s,
             "origins": [list(origin) for origin in spec.origins],
         }

@@ -543,6 +543,35 @@ def test_describe_and_list_show_handoff_groups_with_their_state() -> None:
     ]
 
 
+def test_list_groups_gives_each_group_its_kind_as_its_type_and_filters_by_type() -> None:
+    """KIP-848's type filter (ListGroups v5), case-insensitive as Kafka's `GroupType.parse`;
+    a type no kind has matches no group, as Kafka's UNKNOWN."""
+    ctx = stable_pair()
+    ctx.coord.handle(
+        OffsetCommitRequest(
+            group_id="simple", offsets=(PartitionOffset(topic="t", partition=0, offset=1),)
+        ),
+        ctx.now,
+    )
+
+    def listed(*types: str) -> list[tuple[str, str]]:
+        response = ctx.coord.handle(ListGroupsRequest(types_filter=types), ctx.now).response
+        assert response is not None
+        return [(g.group_id, g.group_type) for g in response.groups]
+
+    both = [(GROUP, "handoff"), ("simple", "classic")]
+    assert listed() == both
+    assert listed("classic", "handoff") == both
+    assert listed("classic") == [("simple", "classic")]
+    assert listed("HANDOFF") == [(GROUP, "handoff")]
+    assert listed("share") == []
+    response = ctx.coord.handle(
+        ListGroupsRequest(states_filter=("empty",), types_filter=("handoff", "classic")), ctx.now
+    ).response
+    assert response is not None
+    assert [g.group_id for g in response.groups] == ["simple"]
+
+
 def test_delete_groups_refuses_a_group_with_members_and_tombstones_an_empty_one() -> None:
     ctx = stable_pair()
     ctx.coord.handle(

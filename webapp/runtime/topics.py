@@ -14,14 +14,23 @@ origin to ``now`` (offsets never jump), a partition added later starts at ``(0, 
 Kafka, a topic's partitions can be added but never removed (Kafka's
 ``InvalidPartitionsException``), and topic names follow Kafka's ``Topic.validate``.
 
+Every topic has a topic id, a random UUID (version 4) drawn when it is created, as Kafka's
+controller draws one (``Uuid.randomUuid``): it never changes while the topic lives, and a topic
+deleted and created again under the same name gets a new one, so a client that still holds the
+old id learns the topic is gone (UNKNOWN_TOPIC_ID) instead of reading another topic's log.
+Topics can be looked up by name and by id. Kafka's clients print an id as the URL-safe base64
+of its 16 bytes without padding (``Uuid.toString``): :func:`topic_id_text`.
+
 Pure: every method that depends on time takes ``now_ms``; errors are ``TopicError``
 subclasses naming the problem. Persistence (the ``Topic`` model) is the runtime's business.
 """
 
 from __future__ import annotations
 
+import base64
 import math
 import re
+import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,6 +43,7 @@ __all__ = [
     "TopicRegistry",
     "TopicSpec",
     "UnknownTopicError",
+    "topic_id_text",
 ]
 
 #: Kafka's limit on a topic name (``Topic.MAX_NAME_LENGTH``) and its legal characters.
@@ -59,6 +69,11 @@ class UnknownTopicError(TopicError):
 
 class TopicExistsError(TopicError):
     """A topic of that name already exists."""
+
+
+def topic_id_text(topic_id: uuid.UUID) -> str:
+    """``topic_id`` as Kafka's tools print it (``Uuid.toString``: URL-safe base64, no padding)."""
+    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
 
 
 def validate_name(name: Any) -> str:
@@ -99,9 +114,11 @@ def validate_rate(rate: Any) -> float:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TopicSpec:
-    """One topic. ``origins[p]`` is partition p's ``(base_offset, since_ms)``."""
+    """One topic. ``topic_id`` is its id (for its whole life); ``origins[p]`` is partition
+    p's ``(base_offset, since_ms)``."""
 
     name: str
+    topic_id: uuid.UUID
     produce_rate_per_s: float
     origins: tuple[tuple[int, int], ...]
 
@@ -123,6 +140,7 @@ class TopicSpec:
     def to_json(self, now_ms: int) -> dict[str, Any]:
         return {
             "name": self.name,
+            "topic_id": topic_id_text(self.topic_id),
             "partitions": self.partitions,
             "produce_rate_per_s": self.produce_rate_per_s,
             "log_end_offsets": self.log_end_offsets(now_ms),
@@ -130,26 +148,35 @@ class TopicSpec:
 
 
 class TopicRegistry:
-    """The topics, by name. Not thread-safe: the runtime calls it from its event loop."""
+    """The topics, by name and by topic id. Not thread-safe: the runtime calls it from its
+    event loop."""
 
     def __init__(self, specs: tuple[TopicSpec, ...] | list[TopicSpec] = ()) -> None:
-        self._topics: dict[str, TopicSpec] = {spec.name: spec for spec in specs}
+        self._topics: dict[str, TopicSpec] = {}
+        self._names_by_id: dict[uuid.UUID, str] = {}
+        self.load(specs)
 
     def load(self, specs: tuple[TopicSpec, ...] | list[TopicSpec]) -> None:
         """Replace every topic by ``specs`` (the runtime's start, from the database)."""
         self._topics = {spec.name: spec for spec in specs}
+        self._names_by_id = {spec.topic_id: spec.name for spec in specs}
 
     def create(
         self, name: str, partitions: int, produce_rate_per_s: float = 0, *, now_ms: int
     ) -> TopicSpec:
+        """A new topic, with a new random topic id."""
         validate_name(name)
         validate_partitions(partitions)
         rate = validate_rate(produce_rate_per_s)
         if name in self._topics:
             raise TopicExistsError(f"topic {name!r} already exists")
-        spec = TopicSpec(name=name, produce_rate_per_s=rate, origins=((0, now_ms),) * partitions)
-        self._topics[name] = spec
-        return spec
+        spec = TopicSpec(
+            name=name,
+            topic_id=uuid.uuid4(),
+            produce_rate_per_s=rate,
+            origins=((0, now_ms),) * partitions,
+        )
+        return self._put(spec)
 
     def set_partitions(self, name: str, partitions: int, *, now_ms: int) -> TopicSpec:
         """Grow ``name`` to ``partitions`` partitions; the new ones start empty at ``now_ms``."""
@@ -189,14 +216,21 @@ class TopicRegistry:
     def delete(self, name: str) -> TopicSpec:
         spec = self._get(name)
         del self._topics[name]
+        del self._names_by_id[spec.topic_id]
         return spec
 
     def restore(self, spec: TopicSpec) -> None:
         """Put ``spec`` back as it was (undo a change that could not be persisted)."""
-        self._topics[spec.name] = spec
+        self._put(spec)
 
     def get(self, name: str) -> TopicSpec | None:
         return self._topics.get(name)
+
+    def get_by_id(self, topic_id: uuid.UUID) -> TopicSpec | None:
+        """The topic whose id is ``topic_id``, or None (an id never given, or a deleted
+        topic's)."""
+        name = self._names_by_id.get(topic_id)
+        return None if name is None else self._topics[name]
 
     def all(self) -> list[TopicSpec]:
         """Every topic, sorted by name."""
@@ -220,4 +254,5 @@ class TopicRegistry:
 
     def _put(self, spec: TopicSpec) -> TopicSpec:
         self._topics[spec.name] = spec
+        self._names_by_id[spec.topic_id] = spec.name
         return spec

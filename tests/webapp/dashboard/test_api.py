@@ -21,6 +21,7 @@ from tests.webapp.helpers import (
 )
 from webapp.runtime.clock import ManualClock
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, install_runtime
+from webapp.runtime.topics import topic_id_text
 
 pytestmark = pytest.mark.asyncio
 
@@ -309,8 +310,10 @@ async def test_topics_can_be_created_listed_grown_and_deleted(
         http, "post", "/api/topics", {"name": "orders", "partitions": 2, "produce_rate_per_s": 4}
     )
     assert created.status_code == 201
+    topic_id = runtime.topics.get("orders").topic_id  # type: ignore[union-attr]
     assert created.json() == {
         "name": "orders",
+        "topic_id": topic_id_text(topic_id),
         "partitions": 2,
         "produce_rate_per_s": 4.0,
         "log_end_offsets": [0, 0],

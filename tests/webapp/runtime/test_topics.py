@@ -3,6 +3,8 @@ offsets."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from webapp.runtime.topics import (
@@ -10,6 +12,7 @@ from webapp.runtime.topics import (
     TopicExistsError,
     TopicRegistry,
     UnknownTopicError,
+    topic_id_text,
 )
 
 T0 = 1_000_000
@@ -111,3 +114,43 @@ def test_bad_names_counts_and_rates_are_refused(
 ) -> None:
     with pytest.raises(InvalidTopicError, match=message):
         TopicRegistry().create(name, partitions, rate, now_ms=T0)  # type: ignore[arg-type]
+
+
+def test_every_topic_gets_its_own_id_and_is_found_by_it() -> None:
+    topics = TopicRegistry()
+    orders = topics.create("orders", 2, now_ms=T0)
+    audit = topics.create("audit", 1, now_ms=T0)
+    assert orders.topic_id != audit.topic_id
+    assert orders.topic_id.version == 4  # a random UUID, as Kafka's controller draws one
+    assert topics.get_by_id(orders.topic_id) == orders
+    assert topics.get_by_id(uuid.uuid4()) is None
+
+
+def test_a_topic_keeps_its_id_through_every_change() -> None:
+    topics = TopicRegistry()
+    topic_id = topics.create("orders", 1, now_ms=T0).topic_id
+    topics.set_partitions("orders", 3, now_ms=T0)
+    topics.set_produce_rate("orders", 5, now_ms=T0)
+    spec, _ = topics.append("orders", 0, 10, now_ms=T0)
+    assert spec.topic_id == topic_id
+    assert topics.get_by_id(topic_id) == topics.get("orders") == spec
+
+
+def test_a_topic_deleted_and_created_again_gets_a_new_id_and_the_old_one_is_unknown() -> None:
+    topics = TopicRegistry()
+    old = topics.create("orders", 1, now_ms=T0).topic_id
+    topics.delete("orders")
+    assert topics.get_by_id(old) is None
+    new = topics.create("orders", 1, now_ms=T0).topic_id
+    assert new != old
+    assert topics.get_by_id(old) is None
+    assert topics.get_by_id(new) == topics.get("orders")
+
+
+def test_a_topic_id_reads_as_kafka_s_tools_print_it() -> None:
+    topic_id = uuid.UUID("32167a60-0fdf-4c77-a8fc-0c7d6c4fb0a8")
+    # Kafka's Uuid.toString: the 16 bytes as URL-safe base64 without padding.
+    assert topic_id_text(topic_id) == "MhZ6YA_fTHeo_Ax9bE-wqA"
+    topics = TopicRegistry()
+    spec = topics.create("orders", 1, now_ms=T0)
+    assert spec.to_json(T0)["topic_id"] == topic_id_text(spec.topic_id)

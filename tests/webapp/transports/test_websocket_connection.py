@@ -269,22 +269,36 @@ async def test_describe_groups_shows_members_with_metadata_and_assignment(ws: Cl
     }
 
 
-async def test_list_groups_with_and_without_a_state_filter(ws: Client) -> None:
+async def test_list_groups_with_and_without_a_state_or_type_filter(ws: Client) -> None:
     await stable_group(ws, "b-group")
     await ws.call(
         "OffsetCommit",
         {"group_id": "a-group", "offsets": [{"topic": "orders", "partition": 0, "offset": 1}]},
     )
-    assert await ws.call("ListGroups", {}) == {
-        "error_code": 0,
-        "groups": [
-            {"group_id": "a-group", "protocol_type": "", "group_state": "Empty"},
-            {"group_id": "b-group", "protocol_type": "consumer", "group_state": "Stable"},
-        ],
+    a_group = {
+        "group_id": "a-group",
+        "protocol_type": "",
+        "group_state": "Empty",
+        "group_type": "classic",
     }
+    b_group = {
+        "group_id": "b-group",
+        "protocol_type": "consumer",
+        "group_state": "Stable",
+        "group_type": "classic",
+    }
+    assert await ws.call("ListGroups", {}) == {"error_code": 0, "groups": [a_group, b_group]}
     assert await ws.call("ListGroups", {"states_filter": ["Stable"]}) == {
         "error_code": 0,
-        "groups": [{"group_id": "b-group", "protocol_type": "consumer", "group_state": "Stable"}],
+        "groups": [b_group],
+    }
+    assert await ws.call("ListGroups", {"types_filter": ["classic"]}) == {
+        "error_code": 0,
+        "groups": [a_group, b_group],
+    }
+    assert await ws.call("ListGroups", {"types_filter": ["handoff"]}) == {
+        "error_code": 0,
+        "groups": [],
     }
 
 

@@ -2,13 +2,19 @@
 becomes the engine's request, goes to the runtime, and its answer becomes kio's response of the
 same version.
 
-The version ranges (``SUPPORTED``) start at 0 and reach as far as librdkafka 2.x, kafka-python
-3.x and aiokafka 0.14 need (``../shared/notes/kafka-wire.md``), capped where a later version
-would need what this broker does not have yet: Metadata at 9 (v10 and later carry topic ids),
-FindCoordinator at 3 (v4 batches keys), OffsetFetch at 7 (v8 batches groups). A response is
-built from the fields its version has (``_make`` drops the others), so one handler serves every
-version; what a version lacks on the request side has Kafka's meaning (JoinGroup v0 has no
-rebalance timeout: the session timeout is used, as Kafka's broker does).
+The version ranges (``SUPPORTED``) start as low as kio has schemas and reach as far as
+librdkafka 2.16, kafka-python 3.x and aiokafka 0.14 ask (docs/kafka.md), capped where a later
+version would need what this broker does not have yet: FindCoordinator at 3 (v4 batches keys),
+OffsetFetch at 9 (v10 names topics by id). A response is built from the fields its version has
+(``_make`` drops the others), so one handler serves every version; what a version lacks on the
+request side has Kafka's meaning (JoinGroup v0 has no rebalance timeout: the session timeout is
+used, as Kafka's broker does).
+
+Topic ids (KIP-516): every topic of the registry has one (``TopicSpec.topic_id``). Metadata
+answers them from v10 and looks topics up by them from v12 (an unknown id: UNKNOWN_TOPIC_ID);
+Fetch names its topics by id alone from v13. Metadata is advertised 0–13 in one range, never
+capped at 10 or 11: librdkafka aborts on an assertion when it holds topic ids and the broker's
+highest Metadata version is below 12.
 
 Kafka semantics that live here rather than in the engine: JoinGroup v4 and later ask a new
 dynamic member to rejoin with the id it is given (MEMBER_ID_REQUIRED, KIP-394); before v7,
@@ -22,6 +28,7 @@ import dataclasses
 import datetime
 import time
 import typing
+import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from functools import cache, lru_cache
@@ -49,7 +56,7 @@ from coordinator_engine import (
 from coordinator_engine.cluster import FindCoordinatorRequest, MetadataRequest
 from webapp.runtime.api import RuntimeAPI
 from webapp.runtime.cluster import NODE_ID
-from webapp.runtime.topics import TopicSpec
+from webapp.runtime.topics import TopicRegistry, TopicSpec
 
 from .codec import Request, response_schema
 from .records import MAX_RECORDS_PER_BATCH, RECORD_BYTES_ESTIMATE, produced_at_ms, simulated_batch
@@ -81,21 +88,27 @@ LATEST_TIMESTAMP = -1
 #: api_key → (lowest, highest) version served.
 SUPPORTED: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 3),
-    METADATA: (0, 9),
+    # Topic ids from v10, lookups by id from v12 (KIP-516), a top-level error code in v13.
+    METADATA: (0, 13),
     FIND_COORDINATOR: (0, 3),
     JOIN_GROUP: (0, 7),
     SYNC_GROUP: (0, 5),
     HEARTBEAT: (0, 4),
     LEAVE_GROUP: (0, 4),
-    OFFSET_COMMIT: (0, 8),
-    OFFSET_FETCH: (0, 7),
+    # OffsetCommit v0–1 and OffsetFetch v0 are gone from Kafka 4 (KIP-896) and from kio's
+    # schemas. OffsetCommit v9 is v8 for the consumer protocol's members (KIP-848); OffsetFetch
+    # v8 batches groups, v9 adds the member id and epoch.
+    OFFSET_COMMIT: (2, 9),
+    OFFSET_FETCH: (1, 9),
     LIST_OFFSETS: (1, 7),
     # RecordBatch v2 (magic 2) came with Fetch v4; older versions would need down-conversion.
-    FETCH: (4, 11),
+    # Topics by id from v13; librdkafka 2.16 asks up to v16.
+    FETCH: (4, 16),
     # librdkafka sends no Fetch unless Produce >= 3 is advertised (kafka-wire.md).
     PRODUCE: (3, 9),
     DESCRIBE_GROUPS: (0, 5),
-    LIST_GROUPS: (0, 4),
+    # v5: the group type and its filter (KIP-848).
+    LIST_GROUPS: (0, 5),
     DELETE_GROUPS: (0, 2),
     OFFSET_DELETE: (0, 0),
 }
@@ -193,25 +206,77 @@ async def _api_versions(context: Context, request: Request) -> Any:
     return _make(schema, error_code=ErrorCode.none, api_keys=keys, throttle_time=_NO_THROTTLE)
 
 
+#: Metadata's and DescribeGroups' "authorized operations" when they were not asked for
+#: (Kafka's INT32_MIN).
+_NO_OPERATIONS = -(2**31)
+
+
 async def _metadata(context: Context, request: Request) -> Any:
+    """Kafka's ``handleTopicMetadataRequest``: every topic, the topics named, or (v12+) the
+    topics of the ids given, by id alone when any id is given (names beside them are
+    ignored, as Kafka ignores them); an unknown id is UNKNOWN_TOPIC_ID with a null name. A
+    v10 or v11 request that gives an id or no name is refused as Kafka refuses it: each topic
+    of it answers INVALID_REQUEST, and so does a request by name whose topic has no name."""
+    version = request.api_version
     asked = request.body.topics
-    # v0 asks for every topic with an empty list; later versions with null.
-    names = None if asked is None or (request.api_version == 0 and not asked) else asked
-    answer = context.runtime.metadata(
-        MetadataRequest(topics=None if names is None else tuple(t.name for t in names))
-    )
     schema = _response_schema(request)
-    broker_type = _item_type(schema, "brokers")
     topic_type = _item_type(schema, "topics")
+    registry = context.runtime.topics
+    unknown_ids: list[uuid.UUID] = []
+    # v0 asks for every topic with an empty list; later versions with null.
+    everything = asked is None or (version == 0 and not asked)
+    # The ids given (none before v10); kio reads Kafka's zero id, "no id", as None.
+    given = () if everything else (getattr(t, "topic_id", None) for t in asked)
+    ids = [topic_id for topic_id in given if topic_id is not None]
+    if everything:
+        names: tuple[str, ...] | None = None
+    elif (version < 12 and ids) or (not ids and any(t.name is None for t in asked)):
+        topics = tuple(
+            _make(
+                topic_type,
+                error_code=ErrorCode.invalid_request,
+                name=t.name or "",
+                topic_id=getattr(t, "topic_id", None),
+                is_internal=False,
+                partitions=(),
+                topic_authorized_operations=_NO_OPERATIONS,
+            )
+            for t in asked
+        )
+        return _metadata_answer(context, schema, topics)
+    elif ids:
+        known: list[str] = []
+        for topic_id in dict.fromkeys(ids):
+            spec = registry.get_by_id(topic_id)
+            if spec is None:
+                unknown_ids.append(topic_id)
+            else:
+                known.append(spec.name)
+        names = tuple(known)
+    else:
+        names = tuple(t.name for t in asked)
+    answer = context.runtime.metadata(MetadataRequest(topics=names))
     partition_type = _item_type(topic_type, "partitions")
-    broker = _make(broker_type, node_id=NODE_ID, host=context.host, port=context.port, rack=None)
     topics = tuple(
+        _make(
+            topic_type,
+            error_code=ErrorCode.unknown_topic_id,
+            name=None,
+            topic_id=topic_id,
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=_NO_OPERATIONS,
+        )
+        for topic_id in unknown_ids
+    ) + tuple(
         _make(
             topic_type,
             error_code=ErrorCode(topic.error_code),
             name=topic.name,
+            # Zero (null here) for a topic that does not exist, as in Kafka.
+            topic_id=_topic_id(registry, topic.name),
             is_internal=False,
-            topic_authorized_operations=-(2**31),
+            topic_authorized_operations=_NO_OPERATIONS,
             partitions=tuple(
                 _make(
                     partition_type,
@@ -228,6 +293,17 @@ async def _metadata(context: Context, request: Request) -> Any:
         )
         for topic in answer.topics
     )
+    return _metadata_answer(context, schema, topics)
+
+
+def _topic_id(registry: TopicRegistry, name: str) -> uuid.UUID | None:
+    spec = registry.get(name)
+    return None if spec is None else spec.topic_id
+
+
+def _metadata_answer(context: Context, schema: type, topics: tuple[Any, ...]) -> Any:
+    broker_type = _item_type(schema, "brokers")
+    broker = _make(broker_type, node_id=NODE_ID, host=context.host, port=context.port, rack=None)
     return _make(
         schema,
         throttle_time=_NO_THROTTLE,
@@ -235,7 +311,8 @@ async def _metadata(context: Context, request: Request) -> Any:
         cluster_id=CLUSTER_ID,
         controller_id=NODE_ID,
         topics=topics,
-        cluster_authorized_operations=-(2**31),
+        cluster_authorized_operations=_NO_OPERATIONS,
+        error_code=ErrorCode.none,
     )
 
 
@@ -411,6 +488,10 @@ def _partition_results(schema: type, results: Any) -> tuple[Any, ...]:
 
 
 async def _offset_commit(context: Context, request: Request) -> Any:
+    """v9 is v8 for the consumer protocol's members (KIP-848): its
+    ``generation_id_or_member_epoch`` is a classic member's generation or a consumer member's
+    epoch, and goes to the engine as ``generation_id`` either way; the group's kind reads it
+    (``validate_offset_commit``: a classic group fences generations, as today)."""
     body = request.body
     generation: int | None = getattr(body, "generation_id_or_member_epoch", None)
     if generation is None:
@@ -446,24 +527,69 @@ def _offset_commit_answer(schema: type, partitions: tuple[Any, ...]) -> Any:
 
 
 async def _offset_fetch(context: Context, request: Request) -> Any:
+    """One group before v8; from v8 several, each answered on its own (Kafka's
+    ``fetchOffsetsForGroups``); v9's member id and epoch go to the engine with the group."""
     body = request.body
+    schema = _response_schema(request)
+    if request.api_version < 8:
+        answer = await _fetch_offsets(context, body.group_id, body.topics, None, -1)
+        return _make(
+            schema,
+            throttle_time=_NO_THROTTLE,
+            topics=_fetched_offsets(schema, request.api_version, answer),
+            error_code=ErrorCode(answer.error_code),
+        )
+    group_type = _item_type(schema, "groups")
+    groups = []
+    for group in body.groups:
+        answer = await _fetch_offsets(
+            context,
+            group.group_id,
+            group.topics,
+            getattr(group, "member_id", None),
+            getattr(group, "member_epoch", -1),
+        )
+        groups.append(
+            _make(
+                group_type,
+                group_id=group.group_id,
+                topics=_fetched_offsets(group_type, request.api_version, answer),
+                error_code=ErrorCode(answer.error_code),
+            )
+        )
+    return _make(schema, throttle_time=_NO_THROTTLE, groups=tuple(groups))
+
+
+async def _fetch_offsets(
+    context: Context, group_id: str, topics: Any, member_id: str | None, member_epoch: int
+) -> Any:
+    """The engine's OffsetFetch answer for one group (``topics`` None: every partition)."""
     partitions = (
         None
-        if body.topics is None
+        if topics is None
         else tuple(
             TopicPartition(topic=topic.name, partition=index)
-            for topic in body.topics
+            for topic in topics
             for index in topic.partition_indexes
         )
     )
-    answer = await context.runtime.submit(
-        OffsetFetchRequest(group_id=body.group_id, partitions=partitions)
+    return await context.runtime.submit(
+        OffsetFetchRequest(
+            group_id=group_id,
+            partitions=partitions,
+            member_id=member_id,
+            member_epoch=member_epoch,
+        )
     )
-    schema = _response_schema(request)
-    topic_type = _item_type(schema, "topics")
+
+
+def _fetched_offsets(owner: type, api_version: int, answer: Any) -> tuple[Any, ...]:
+    """The engine's OffsetFetch ``answer`` as the topics of ``owner`` (the response before v8,
+    a group of it from v8)."""
+    topic_type = _item_type(owner, "topics")
     partition_type = _item_type(topic_type, "partitions")
     error = answer.error_code
-    topics = tuple(
+    return tuple(
         _make(
             topic_type,
             name=name,
@@ -476,21 +602,16 @@ async def _offset_fetch(context: Context, request: Request) -> Any:
                     committed_leader_epoch=-1,
                     metadata=d.metadata,
                     # Before v2 there is no top-level error: each partition carries it.
-                    error_code=ErrorCode(d.error_code or (error if request.api_version < 2 else 0)),
+                    error_code=ErrorCode(d.error_code or (error if api_version < 2 else 0)),
                 )
                 for d in data
             ),
         )
         for name, data in _by_topic(answer.partitions).items()
     )
-    return _make(schema, throttle_time=_NO_THROTTLE, topics=topics, error_code=ErrorCode(error))
 
 
 # -- administration (AdminClient) -------------------------------------------------------------
-
-
-#: DescribeGroups' "authorized operations" when they were not asked for (Kafka's INT32_MIN).
-_NO_OPERATIONS = -(2**31)
 
 
 async def _describe_groups(context: Context, request: Request) -> Any:
@@ -528,8 +649,13 @@ async def _describe_groups(context: Context, request: Request) -> Any:
 
 
 async def _list_groups(context: Context, request: Request) -> Any:
+    """v4's state filter (KIP-518), v5's type filter and each group's type (KIP-848): the
+    engine's kind of the group, ``classic`` or ``handoff``."""
     states = tuple(getattr(request.body, "states_filter", ()))
-    answer = await context.runtime.submit(ListGroupsRequest(states_filter=states))
+    types = tuple(getattr(request.body, "types_filter", ()))
+    answer = await context.runtime.submit(
+        ListGroupsRequest(states_filter=states, types_filter=types)
+    )
     schema = _response_schema(request)
     listed_type = _item_type(schema, "groups")
     return _make(
@@ -542,6 +668,7 @@ async def _list_groups(context: Context, request: Request) -> Any:
                 group_id=g.group_id,
                 protocol_type=g.protocol_type,
                 group_state=g.group_state,
+                group_type=g.group_type,
             )
             for g in answer.groups
         ),
@@ -650,10 +777,10 @@ def _fetched(
     end = spec.log_end_offset(partition, context.runtime.now_ms())
     if not 0 <= offset <= end:
         return ErrorCode.offset_out_of_range, end, b""
-    stored = context.store.read(spec.name, partition, offset, max_bytes)
+    stored = context.store.read(spec.topic_id, partition, offset, max_bytes)
     if stored:
         return ErrorCode.none, end, b"".join(batch.data for batch in stored)
-    upto = min(end, context.store.next_stored(spec.name, partition, offset) or end)
+    upto = min(end, context.store.next_stored(spec.topic_id, partition, offset) or end)
     count = min(upto - offset, MAX_RECORDS_PER_BATCH, max(1, max_bytes // RECORD_BYTES_ESTIMATE))
     records = simulated_batch(spec, partition, offset, offset + count) if count > 0 else b""
     return ErrorCode.none, end, records
@@ -661,22 +788,33 @@ def _fetched(
 
 async def _fetch(context: Context, request: Request) -> Any:
     """Records from each partition asked for; with none to give, the fetch waits (long poll)
-    until one of them has a record or ``max_wait`` has passed, as Kafka's purgatory does."""
+    until one of them has a record or ``max_wait`` has passed, as Kafka's purgatory does.
+    From v13 topics are named by id alone: an id no topic has (never given, or a deleted
+    topic's) is UNKNOWN_TOPIC_ID for each of its partitions, as in Kafka."""
     body = request.body
     deadline = time.monotonic() + _ms(body.max_wait) / 1000
     schema = _response_schema(request)
     topic_type = _item_type(schema, "responses")
     partition_type = _item_type(topic_type, "partitions")
+    by_id = request.api_version >= 13
+    registry = context.runtime.topics
     while True:
         total = 0
         topics = []
         for topic in body.topics:
-            spec = context.runtime.topics.get(topic.topic)
+            if by_id:
+                # Looked up on every pass: a spec is replaced as its log grows.
+                spec = None if topic.topic_id is None else registry.get_by_id(topic.topic_id)
+            else:
+                spec = registry.get(topic.topic)
             partitions = []
             for p in topic.partitions:
-                error, end, records = _fetched(
-                    context, spec, p.partition, p.fetch_offset, p.partition_max_bytes
-                )
+                if by_id and spec is None:
+                    error, end, records = ErrorCode.unknown_topic_id, -1, b""
+                else:
+                    error, end, records = _fetched(
+                        context, spec, p.partition, p.fetch_offset, p.partition_max_bytes
+                    )
                 total += len(records)
                 partitions.append(
                     _make(
@@ -692,7 +830,14 @@ async def _fetch(context: Context, request: Request) -> Any:
                         records=records,
                     )
                 )
-            topics.append(_make(topic_type, topic=topic.topic, partitions=tuple(partitions)))
+            topics.append(
+                _make(
+                    topic_type,
+                    topic=getattr(topic, "topic", None),
+                    topic_id=getattr(topic, "topic_id", None),
+                    partitions=tuple(partitions),
+                )
+            )
         remaining = deadline - time.monotonic()
         if total or remaining <= 0:
             break
@@ -758,7 +903,7 @@ async def _append(
     base = await context.runtime.append_records(
         topic, partition, sum(count for count, _ in batches)
     )
-    context.store.append(topic, partition, base, batches, context.runtime.now_ms())
+    context.store.append(spec.topic_id, partition, base, batches, context.runtime.now_ms())
     return ErrorCode.none, base, None
 
 

@@ -25,8 +25,10 @@ or a version outside ``SUPPORTED``. ApiVersions is the exception Kafka makes (KI
 version it does not serve gets a v0 answer with UNSUPPORTED_VERSION and the supported ranges, so
 the client can retry with one it knows. While the runtime is starting or reloading its log, the
 connection is closed too: the client reconnects and asks again, as it does when a broker
-restarts. A client that goes away while its request is in flight (a parked JoinGroup) changes
-nothing for the group: its member stays until its session times out, as in Kafka.
+restarts. So is a request whose values the engine's requests cannot hold (``FieldError``: a
+string over Kafka's 32,767 bytes, which Kafka's readers refuse too). A client that goes away
+while its request is in flight (a parked JoinGroup) changes nothing for the group: its member
+stays until its session times out, as in Kafka.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from typing import Any, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
 
+from coordinator_engine.requests import FieldError
 from webapp.runtime.api import RuntimeAPI, RuntimeNotReady
 
 from . import apis, codec
@@ -99,6 +102,12 @@ class KafkaListener:
         return f"{self.advertised_host}:{self.port}"
 
     async def start(self) -> None:
+        """Listen (the runtime serves: its topic registry is loaded)."""
+        adopted = self.store.adopt_named(
+            {spec.name: spec.topic_id for spec in self.runtime.topics.all()}
+        )
+        if adopted:
+            logger.info("Kafka record store: %d batches kept by topic name now by id", adopted)
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         logger.info("Kafka listener on %s:%d (advertised %s)", self.host, self.port, self.address)
@@ -279,6 +288,17 @@ class KafkaListener:
         """Say why a request closes its connection."""
         if isinstance(exc, RuntimeNotReady):
             logger.info("Kafka client %s: %s; closing the connection", client, exc)
+            return
+        if isinstance(exc, FieldError):
+            # A value Kafka's own readers refuse (a string over 32,767 bytes in a flexible
+            # version, whose compact strings could hold more): bad bytes, not a bug here.
+            logger.warning(
+                "Kafka client %s: API %d v%d request refused (%s); closing the connection",
+                client,
+                request.api_key,
+                request.api_version,
+                exc,
+            )
             return
         logger.error(
             "Kafka client %s: API %d v%d failed; closing the connection",

@@ -7,10 +7,12 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_asyncio
 
 from webapp.runtime.clock import WallClock
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
+from webapp.transports.kafka import apis
 from webapp.transports.kafka.listener import KafkaListener
 
 from ...helpers import serving
@@ -31,8 +33,22 @@ async def kafka(
             await listener.stop()
 
 
+@pytest.fixture
+def highest_versions(monkeypatch: pytest.MonkeyPatch) -> dict[int, int]:
+    """api_key → the highest version of it the listener was asked (filled as requests come)."""
+    highest: dict[int, int] = {}
+    handle = apis.handle
+
+    async def recording(context: apis.Context, request: Any) -> Any:
+        highest[request.api_key] = max(highest.get(request.api_key, -1), request.api_version)
+        return await handle(context, request)
+
+    monkeypatch.setattr(apis, "handle", recording)
+    return highest
+
+
 def bootstrap(listener: KafkaListener) -> str:
     return f"127.0.0.1:{listener.port}"
 
 
-__all__: list[Any] = ["bootstrap", "kafka"]
+__all__: list[Any] = ["bootstrap", "highest_versions", "kafka"]

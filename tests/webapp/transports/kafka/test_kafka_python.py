@@ -10,6 +10,7 @@ from kafka import TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from tests.live_server import wait_for
+from webapp.transports.kafka.apis import OFFSET_COMMIT, OFFSET_FETCH
 from webapp.transports.kafka.listener import KafkaListener
 
 from .clients import Member
@@ -25,7 +26,7 @@ def complete(members: list[Member], partitions: int) -> bool:
 
 
 async def test_two_kafka_python_consumers_share_read_commit_and_one_leaves(
-    kafka: KafkaListener,
+    kafka: KafkaListener, highest_versions: dict[int, int]
 ) -> None:
     await kafka.runtime.create_topic(TOPIC, 4, produce_rate_per_s=20)
     # The constructor bootstraps (a blocking exchange with the listener): off the loop.
@@ -46,6 +47,13 @@ async def test_two_kafka_python_consumers_share_read_commit_and_one_leaves(
         await asyncio.to_thread(first.call, lambda consumer: consumer.commit(offsets))
         view = kafka.runtime.committed_offsets("g2")
         assert {p: view[(TOPIC, p)].offset for _, p in mine} == {p: 2 + p for _, p in mine}
+        read_back = await asyncio.to_thread(
+            first.call,
+            lambda consumer: {p: consumer.committed(TopicPartition(TOPIC, p)) for _, p in mine},
+        )
+        assert read_back == {p: 2 + p for _, p in mine}
+        # kafka-python 3.0 commits with OffsetCommit v8 and reads back with the batched v8.
+        assert (highest_versions[OFFSET_COMMIT], highest_versions[OFFSET_FETCH]) == (8, 8)
 
         await asyncio.to_thread(second.close)
         await asyncio.to_thread(wait_for, lambda: len(first.assignment()) == 4, 20, "the leave")
