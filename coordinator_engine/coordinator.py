@@ -495,8 +495,8 @@ class GroupCoordinator:
                 decoded = None if value is None else record_type.decode_value(value)
                 replay(record_key, decoded, now)
             except UnknownRecordTypeError:
-                # Kafka's loader skips keys it does not know (share or streams group records, a left-over
-                # of an aborted upgrade) with a warning; so does this one.
+                # Kafka's loader skips keys it does not know (share or streams group records,
+                # a left-over of an aborted upgrade) with a warning; so does this one.
                 continue
             except CorruptRecordError as exc:
                 raise ReplayError(position, kind if kind != "key" else exc.kind, str(exc)) from exc

@@ -72,8 +72,8 @@ Layout
 value decoders); ``schemas`` Kafka's key/value schemas as data; ``offset_commit`` the offset
 commit records every group kind shares. A group kind's own records live in its package
 (``classic.records``: GroupMetadata; ``handoff.records``: HandoffGroup; ``consumer.records``:
-Kafka's consumer group records 3-8 and 16), each with its fast paths; the façade gathers every `RecordType` into the log's key decoder
-(``coordinator.decode_key``).
+Kafka's consumer group records 3-8 and 16), each with its fast paths; the façade gathers every
+`RecordType` into the log's key decoder (``coordinator.decode_key``).
 """
 
 from .codec import CorruptRecordError, RecordType, UnknownRecordTypeError, key_decoder

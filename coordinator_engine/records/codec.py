@@ -76,8 +76,8 @@ class CorruptRecordError(ValueError):
 
 
 class UnknownRecordTypeError(CorruptRecordError):
-    """A key whose version (record type) this engine does not know, such as the KIP-848
-    share or streams group records (KIP-932, KIP-1071). A loader may skip such records, as Kafka's
+    """A key whose version (record type) this engine does not know, such as the share or
+    streams group records (KIP-932, KIP-1071). A loader may skip such records, as Kafka's
     ``CoordinatorLoader.UnknownRecordTypeException`` is skipped."""
 
     def __init__(self, version: int, known: tuple[int, ...] = ()) -> None:
