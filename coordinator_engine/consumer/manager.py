@@ -373,6 +373,11 @@ class ConsumerGroupManager:
             client_host=req.client_host,
         )
         bump = False
+        # `member` is the draft's: applying its record changes it, so compare first.
+        subscription_changed = (
+            updated.subscribed_topic_names != member.subscribed_topic_names
+            or updated.regex() != member.regex()
+        )
         if joined or updated.subscription_value() != member.subscription_value():
             change.add(
                 ConsumerGroupMemberMetadataKey(group=req.group_id, member_id=member_id),
@@ -396,10 +401,7 @@ class ConsumerGroupManager:
                         server_assignor=updated.server_assignor,
                     )
                 )
-            elif (
-                updated.subscribed_topic_names != member.subscribed_topic_names
-                or updated.regex() != member.regex()
-            ):
+            elif subscription_changed:
                 bump = True
                 change.caused_by(RebalanceCause.METADATA_CHANGE, member_id)
         if bump:
