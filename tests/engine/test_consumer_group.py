@@ -581,9 +581,7 @@ def test_no_group_epoch_bump_when_static_member_temporarily_leaves() -> None:
     assert ctx.group().members["m1"].assigned  # still held for its instance
 
 
-def test_should_throw_fenced_instance_id_exception_when_static_member_with_different_member_id_joins() -> (
-    None
-):  # noqa: E501
+def test_fenced_instance_id_when_static_member_with_different_member_id_joins() -> None:
     """testShouldThrowFencedInstanceIdExceptionWhenStaticMemberWithDifferentMemberIdJoins: a
     heartbeat (epoch > 0) for an instance id held by another member id is FENCED_INSTANCE_ID;
     a leave too."""
