@@ -63,8 +63,6 @@ Dead = ConsumerGroupState.DEAD
 
 #: Every legal transition and what causes it (docs/engine.md, "Consumer groups", checked there).
 TRANSITIONS: dict[tuple[ConsumerGroupState, ConsumerGroupState], str] = {
-    (Empty, Assigning): "the group epoch went up and no target assignment was computed yet",
-    (Empty, Reconciling): "a member joined and must wait for its partitions",
     (Empty, Stable): "a member joined and got its whole target assignment at once",
     (Stable, Assigning): "a member joined, left or changed its subscription, or a topic changed",
     (Stable, Reconciling): "a new target assignment moves partitions",
