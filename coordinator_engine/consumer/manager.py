@@ -297,11 +297,10 @@ class ConsumerGroupManager:
                 return self._leave(req, now)
             return self._regular_heartbeat(req, now)
         except CoordinatorError as exc:
+            # Kafka's error answer: the code and its message, no member id, epoch 0.
             return Reply.of(
                 ConsumerGroupHeartbeatResponse(
-                    error_code=error_code_of(exc),
-                    error_message=str(exc) or None,
-                    member_id=req.member_id,
+                    error_code=error_code_of(exc), error_message=str(exc) or None
                 )
             )
 

@@ -6,6 +6,7 @@ from the log holding the same group."""
 from __future__ import annotations
 
 import uuid
+from typing import NoReturn
 
 import pytest
 
@@ -14,7 +15,9 @@ from coordinator_engine import (
     CoordinatorConfig,
     Errors,
     MemberState,
+    MemoryLog,
 )
+from coordinator_engine.consumer import target
 from coordinator_engine.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -30,12 +33,21 @@ from coordinator_engine.consumer.records import (
     ConsumerGroupTargetAssignmentMetadataValue,
     TopicMetadata,
     TopicPartitions,
+    current_assignment_record,
+    current_assignment_tombstone,
+    epoch_record,
+    epoch_tombstone,
+    member_subscription_record,
+    member_subscription_tombstone,
+    target_assignment_epoch_record,
+    target_assignment_record,
 )
 from coordinator_engine.events import (
     ConsumerGroupEpochBumped,
     MemberRemoved,
     StateChanged,
 )
+from coordinator_engine.server_assignors import UnsupportedAssignorError
 
 from .consumer_harness import GROUP, REBALANCE_TIMEOUT, ConsumerContext, owned
 
@@ -699,3 +711,110 @@ def test_config_bounds_follow_kafka() -> None:
         45000,
         5000,
     )
+
+
+# ------------------------------------------------------------------ more of Kafka's cases
+
+
+def test_partition_assignor_exception_on_regular_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """testPartitionAssignorExceptionOnRegularHeartbeat: an assignor that fails answers
+    UNKNOWN_SERVER_ERROR and nothing is written."""
+
+    def failing(*args: object) -> NoReturn:
+        raise UnsupportedAssignorError("boom")
+
+    ctx = ConsumerContext({"foo": 2})
+    monkeypatch.setattr(target, "assign", failing)
+    response = ctx.join("m1")
+    assert response.error_code == Errors.UNKNOWN_SERVER_ERROR
+    assert response.error_message is not None
+    assert "Failed to compute a new target assignment for epoch 1" in response.error_message
+    assert ctx.log.entries == [] and ctx.coord.group(GROUP) is None
+
+
+def test_consumer_group_max_size() -> None:
+    ctx = ConsumerContext({"foo": 2}, config=CoordinatorConfig(consumer_group_max_size=1))
+    ctx.join("m1")
+    response = ctx.join("m2")
+    assert response.error_code == Errors.GROUP_MAX_SIZE_REACHED
+    assert ctx.join("m1").error_code == Errors.NONE
+
+
+def test_a_group_of_another_coordinator_partition_is_not_coordinator() -> None:
+    config = CoordinatorConfig(owned_partitions=frozenset({0}))
+    ctx = ConsumerContext({"foo": 2}, config=config)
+    assert ctx.join("m1").error_code == Errors.NOT_COORDINATOR
+
+
+def test_the_heartbeat_interval_is_the_configured_one() -> None:
+    config = CoordinatorConfig(consumer_group_heartbeat_interval_ms=7000)
+    ctx = ConsumerContext({"foo": 2}, config=config)
+    assert ctx.join("m1").heartbeat_interval_ms == 7000
+
+
+def test_a_static_member_away_for_longer_than_its_session_is_removed() -> None:
+    ctx = ConsumerContext({"foo": 2})
+    ctx.join("m1", instance_id="i1")
+    ctx.sleep(10000)
+    ctx.heartbeat(member_id="m1", instance_id="i1", member_epoch=-2)
+    ctx.sleep(35000)
+    assert ctx.group().members == {}
+    assert ctx.events_of(MemberRemoved)[-1].reason == "session_timeout"
+
+
+def test_replay_of_records_naming_a_topic_id_nobody_reported_keeps_it_until_the_host_does() -> None:
+    """A topic id the log names but neither the host nor the group's subscription metadata
+    does (a compacted log, say) is kept; answers leave it out until the host reports it."""
+    bar = uuid.UUID(int=7)
+    log = MemoryLog(
+        [
+            member_subscription_record(
+                GROUP,
+                "m1",
+                ConsumerGroupMemberMetadataValue(
+                    instance_id=None,
+                    rack_id=None,
+                    client_id="c",
+                    client_host="h",
+                    subscribed_topic_names=("bar",),
+                    subscribed_topic_regex=None,
+                    rebalance_timeout_ms=5000,
+                    server_assignor=None,
+                ),
+            ),
+            epoch_record(GROUP, 4),
+            target_assignment_record(GROUP, "m1", {bar: frozenset({0, 1})}),
+            target_assignment_epoch_record(GROUP, 4),
+            current_assignment_record(
+                GROUP,
+                "m1",
+                ConsumerGroupCurrentMemberAssignmentValue(
+                    member_epoch=4,
+                    previous_member_epoch=3,
+                    state=0,
+                    assigned_partitions=(TopicPartitions(topic_id=bar, partitions=(0, 1)),),
+                    partitions_pending_revocation=(),
+                ),
+            ),
+        ]
+    )
+    ctx = ConsumerContext(log=log)
+    assert ctx.group().members["m1"].assigned == {str(bar): (0, 1)}
+    assert ctx.group().state is ConsumerGroupState.STABLE
+    full = dict(rebalance_timeout_ms=5000, subscribed_topic_names=("bar",))
+    response = ctx.heartbeat(member_id="m1", member_epoch=4, topic_partitions=(), **full)
+    assert (response.member_epoch, response.assignment) == (4, {})
+    ctx.coord.set_topic_partitions("bar", 2, ctx.now, topic_id=bar)
+    assert ctx.group().members["m1"].assigned == {"bar": (0, 1)}
+    response = ctx.heartbeat(member_id="m1", member_epoch=4, topic_partitions=(), **full)
+    assert response.assignment == {"bar": (0, 1)}
+
+
+def test_a_tombstone_for_a_group_or_member_that_does_not_exist_is_ignored_at_replay() -> None:
+    log_entries = [
+        current_assignment_tombstone(GROUP, "ghost"),
+        member_subscription_tombstone(GROUP, "ghost"),
+        epoch_tombstone(GROUP),
+    ]
+    ctx = ConsumerContext(log=MemoryLog(log_entries))
+    assert ctx.coord.group(GROUP) is None
