@@ -47,13 +47,14 @@ class CoordinatorConfig:
     offset_metadata_max_bytes: int = 4096
     new_member_join_timeout_ms: int = 300000
     owned_partitions: frozenset[int] | None = None
-    consumer_group_session_timeout_ms: int = 45000
-    consumer_group_min_session_timeout_ms: int = 45000
-    consumer_group_max_session_timeout_ms: int = 60000
-    consumer_group_heartbeat_interval_ms: int = 5000
+    consumer_group_session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
+    consumer_group_min_session_timeout_ms: int = 45000  # group.consumer.min.session.timeout.ms
+    consumer_group_max_session_timeout_ms: int = 60000  # group.consumer.max.session.timeout.ms
+    consumer_group_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    # group.consumer.min.heartbeat.interval.ms, group.consumer.max.heartbeat.interval.ms
     consumer_group_min_heartbeat_interval_ms: int = 5000
     consumer_group_max_heartbeat_interval_ms: int = 15000
-    consumer_group_max_size: int = _INT32_MAX
+    consumer_group_max_size: int = _INT32_MAX  # group.consumer.max.size
 
     def __post_init__(self) -> None:
         for name in (
