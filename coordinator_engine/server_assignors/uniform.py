@@ -27,7 +27,8 @@ contiguous ranges.
 Kafka gives the extra partitions to the first members it iterates; this module gives them first
 to the members that already hold more than ``P // M`` valid partitions, so no member gives up a
 partition only for another to get one more: the number of partitions moved is the least possible
-(every member keeps ``min(kept, quota)``, and the quotas are chosen to make that sum largest).
+(every member keeps ``min(held, quota)`` of the partitions it held, and the quotas are chosen
+to make that sum largest).
 
 Worked example: ``t0`` with 4 partitions, ``t1`` with 2, members ``A`` (had ``t0: 0 1 2``),
 ``B`` (had ``t0: 3, t1: 0 1``) and the new ``C``. Quota 2 each. ``A`` keeps ``t0: 0 1``, ``B``
@@ -283,7 +284,9 @@ class _HeterogeneousBuilder(_Builder):
 
     Members are numbered in member-id order; ``owners[topic][p]`` is the number of the member
     that partition ``p`` goes to (-1: nobody yet) and ``sizes[m]`` the partitions member ``m``
-    holds in total.
+    holds in total. The phases move partitions in ``owners`` only and note whose share of a
+    topic changed (``changed``); those shares alone are rebuilt at the end, the others are the
+    caller's frozensets, kept as they are.
     """
 
     def __init__(
@@ -296,16 +299,28 @@ class _HeterogeneousBuilder(_Builder):
         self.subscribers = subscribers_by_topic(self.subscriptions)
         self.owners = {topic: [-1] * count for topic, count in counts.items()}
         self.sizes = [0] * len(self.member_ids)
-        self.targets: list[dict[str, set[int] | frozenset[int]]] = []
+        self.targets: list[dict[str, frozenset[int]]] = []
+        self.changed: dict[str, set[int]] = {topic: set() for topic in counts}
 
     def build(self) -> GroupTargetAssignment:
         self._keep()
         self._hand_out()
         self._balance()
-        return {
-            member_id: frozen(self.targets[index])
-            for index, member_id in enumerate(self.member_ids)
-        }
+        targets = self.targets
+        for topic, members in self.changed.items():
+            if not members:
+                continue
+            shares: dict[int, list[int]] = {member: [] for member in members}
+            for partition, owner in enumerate(self.owners[topic]):
+                share = shares.get(owner)
+                if share is not None:
+                    share.append(partition)
+            for member, share in shares.items():
+                if share:
+                    targets[member][topic] = frozenset(share)
+                else:
+                    targets[member].pop(topic, None)
+        return dict(zip(self.member_ids, targets, strict=True))
 
     def _topic_order(self, topics: list[str]) -> list[str]:
         """Partitions per subscriber (descending), subscriber count, then name."""
@@ -320,59 +335,43 @@ class _HeterogeneousBuilder(_Builder):
         owners, sizes = self.owners, self.sizes
         for index, member_id in enumerate(self.member_ids):
             subscribed = self.subscriptions[index]
-            target: dict[str, set[int] | frozenset[int]] = {}
+            target: dict[str, frozenset[int]] = {}
             for topic, parts in self.members[member_id].assignment.items():
                 if topic not in subscribed or not parts:
                     continue
                 topic_owners = owners[topic]
                 count = len(topic_owners)
                 if all(0 <= p < count and topic_owners[p] == -1 for p in parts):
-                    target[topic] = parts  # the caller's frozenset, kept as is
+                    target[topic] = parts
                     for partition in parts:
                         topic_owners[partition] = index
                     sizes[index] += len(parts)
                     continue
-                mine = set()
+                mine = []
                 for partition in sorted(parts):
                     if 0 <= partition < count and topic_owners[partition] == -1:
                         topic_owners[partition] = index
-                        mine.add(partition)
+                        mine.append(partition)
                 if mine:
-                    target[topic] = mine
+                    target[topic] = frozenset(mine)
                     sizes[index] += len(mine)
             self.targets.append(target)
 
-    def _move(self, topic: str, partition: int, member: int) -> None:
-        """Give ``partition`` of ``topic`` to ``member``, taking it from its owner, if any."""
-        topic_owners = self.owners[topic]
-        previous = topic_owners[partition]
-        if previous != -1:
-            parts = self._writable(previous, topic)
-            parts.discard(partition)
-            self.sizes[previous] -= 1
-        self._writable(member, topic).add(partition)
-        topic_owners[partition] = member
-        self.sizes[member] += 1
-
-    def _writable(self, member: int, topic: str) -> set[int]:
-        target = self.targets[member]
-        parts = target.get(topic)
-        if isinstance(parts, set):
-            return parts
-        copy = set(parts) if parts is not None else set()
-        target[topic] = copy
-        return copy
-
     def _hand_out(self) -> None:
+        owners, sizes = self.owners, self.sizes
         unassigned = {
             topic: [p for p, owner in enumerate(topic_owners) if owner == -1]
-            for topic, topic_owners in self.owners.items()
+            for topic, topic_owners in owners.items()
         }
-        balancer = _Balancer(self.sizes)
+        balancer = _Balancer(sizes)
         for topic in self._topic_order([t for t, parts in unassigned.items() if parts]):
             balancer.start(self.subscribers[topic])
+            topic_owners, changed = owners[topic], self.changed[topic]
             for partition in unassigned[topic]:
-                self._move(topic, partition, balancer.least_loaded())
+                member = balancer.least_loaded()
+                topic_owners[partition] = member
+                sizes[member] += 1
+                changed.add(member)
 
     def _balance(self) -> None:
         topics = self._topic_order([t for t, s in self.subscribers.items() if len(s) >= 2])
@@ -413,7 +412,10 @@ class _HeterogeneousBuilder(_Builder):
             taker = balancer.least_loaded()
             if balancer.balanced():
                 break
-            self._move(topic, partition, taker)
+            topic_owners[partition] = taker
+            self.sizes[giver] -= 1
+            self.sizes[taker] += 1
+            self.changed[topic].update((giver, taker))
             moved += 1
         return moved
 

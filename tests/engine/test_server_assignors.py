@@ -118,6 +118,18 @@ def test_the_homogeneous_builder_refuses_different_subscriptions() -> None:
         assign_uniform(members, {"t": 1, "u": 1}, builder=SubscriptionType.HOMOGENEOUS)
 
 
+@pytest.mark.parametrize("name", SERVER_ASSIGNORS)
+def test_racks_are_not_read(name: str) -> None:
+    """As in Kafka 4, whose server-side assignors lost rack awareness (KAFKA-16694)."""
+    topics = {"t": 5, "u": 3}
+    plain = {m: member(["t", "u"] if m != "C" else ["t"]) for m in "ABC"}
+    racked = {
+        m: MemberSpec(spec.topics, spec.assignment, rack_id=f"rack-{i}")
+        for i, (m, spec) in enumerate(plain.items())
+    }
+    assert assign(name, racked, topics) == assign(name, plain, topics)
+
+
 # -- OptimizedUniformAssignmentBuilderTest (the homogeneous builder) -------------------------------
 
 
@@ -242,6 +254,17 @@ def test_the_extra_partitions_stay_with_members_that_hold_them() -> None:
     }
     assert uniform(members, {"t": 7}) == target(
         A={"t": [0, 1]}, B={"t": [2, 3, 4]}, C={"t": [5, 6]}
+    )
+
+
+def test_uniform_worked_example_of_the_module_docstring() -> None:
+    members = {
+        "A": member(["t0", "t1"], {"t0": [0, 1, 2]}),
+        "B": member(["t0", "t1"], {"t0": [3], "t1": [0, 1]}),
+        "C": member(["t0", "t1"]),
+    }
+    assert uniform(members, {"t0": 4, "t1": 2}) == target(
+        A={"t0": [0, 1]}, B={"t0": [3], "t1": [0]}, C={"t0": [2], "t1": [1]}
     )
 
 
@@ -533,6 +556,21 @@ def test_range_reassignment_when_multiple_subscriptions_removed_after_initial_as
         B={"topic1": [2], "topic2": [0, 1], "topic3": [0, 1]},
         C={"topic2": [2]},
     )
+
+
+def test_range_worked_example_of_the_module_docstring() -> None:
+    """Dynamic members swap everything when their new ids sort the other way; static members
+    keep their ranges through the instance ids."""
+    partitions = {"t1": 3, "t2": 3}
+    first = ranged({"M0": member(["t1", "t2"]), "M1": member(["t1", "t2"])}, partitions)
+    assert first == target(M0={"t1": [0, 1], "t2": [0, 1]}, M1={"t1": [2], "t2": [2]})
+    restarted = ranged({"M3": member(["t1", "t2"]), "M2": member(["t1", "t2"])}, partitions)
+    assert restarted == target(M2=first["M0"], M3=first["M1"])
+    static = {
+        "M3": member(["t1", "t2"], instance_id="I0"),
+        "M2": member(["t1", "t2"], instance_id="I1"),
+    }
+    assert ranged(static, partitions) == target(M3=first["M0"], M2=first["M1"])
 
 
 def test_range_orders_member_ids_as_java_compares_strings() -> None:
