@@ -184,6 +184,7 @@ class ConsumerGroup:
     """A consumer group's durable state, changed only by `apply`."""
 
     __slots__ = (
+        "_copied",
         "assignment_epoch",
         "group_epoch",
         "group_id",
@@ -220,15 +221,21 @@ class ConsumerGroup:
         #: topic id → name, from record 4 (ids of topics the host has not reported yet).
         self.topic_names: dict[UUID, str] = {}
         self.state = ConsumerGroupState.EMPTY
+        #: In a draft (`copy`), the members already copied; None: every member is this
+        #: group's own.
+        self._copied: set[str] | None = None
 
     # ---------------------------------------------------------------- reading
 
     def copy(self) -> ConsumerGroup:
-        """A draft: members copied, so that applying records to it leaves this group alone."""
+        """A draft, so that applying records to it leaves this group alone. Its members are
+        shared until a record changes one (copy on write: a heartbeat changes one member,
+        and copying a thousand for it was most of its cost)."""
         other = ConsumerGroup(self.group_id, self.image_names)
         other.group_epoch = self.group_epoch
         other.assignment_epoch = self.assignment_epoch
-        other.members = {k: dataclasses.replace(m) for k, m in self.members.items()}
+        other.members = dict(self.members)
+        other._copied = set()
         other.static_members = dict(self.static_members)
         other.target = dict(self.target)
         other.subscription_metadata = dict(self.subscription_metadata)
@@ -309,19 +316,16 @@ class ConsumerGroup:
             case ConsumerGroupCurrentMemberAssignmentKey(member_id=member_id):
                 assert value is None or isinstance(value, ConsumerGroupCurrentMemberAssignmentValue)
                 if value is None:
-                    member = self.members.get(member_id)
-                    if member is not None:
+                    if member_id in self.members:
                         self._set_current(
-                            member,
+                            self._writable(member_id),
                             CurrentAssignment(
                                 member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                                 previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                             ),
                         )
                 else:
-                    member = self.members.get(member_id)
-                    if member is None:
-                        member = self.members[member_id] = ConsumerGroupMember(member_id)
+                    member = self._writable(member_id)
                     self._set_current(
                         member,
                         CurrentAssignment(
@@ -345,10 +349,19 @@ class ConsumerGroup:
             case _:
                 raise TypeError(f"not a consumer group record: {type(key).__name__}")
 
-    def _update_subscription(self, member_id: str, value: ConsumerGroupMemberMetadataValue) -> None:
+    def _writable(self, member_id: str) -> ConsumerGroupMember:
+        """The member to change (created if new; in a draft, copied the first time)."""
         member = self.members.get(member_id)
         if member is None:
             member = self.members[member_id] = ConsumerGroupMember(member_id)
+        elif self._copied is not None and member_id not in self._copied:
+            member = self.members[member_id] = dataclasses.replace(member)
+        if self._copied is not None:
+            self._copied.add(member_id)
+        return member
+
+    def _update_subscription(self, member_id: str, value: ConsumerGroupMemberMetadataValue) -> None:
+        member = self._writable(member_id)
         old_instance = member.instance_id
         if (
             old_instance is not None

@@ -821,6 +821,8 @@ class ConsumerGroupManager:
             ConsumerGroupTargetAssignmentMetadataKey(group=group_id),
             ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=draft.group_epoch),
         )
+        if not self._ctx.listeners:
+            return  # the event names every member's partitions: not built for nobody
         change.events.append(
             ConsumerTargetAssignmentComputed(
                 group_id=group_id,
@@ -847,7 +849,7 @@ class ConsumerGroupManager:
             ConsumerGroupCurrentMemberAssignmentKey(group=draft.group_id, member_id=member_id),
             current.value(),
         )
-        if quiet:
+        if quiet or not self._ctx.listeners:
             return
         group_id = draft.group_id
         if (old.state, old.member_epoch) != (current.state, current.member_epoch):
