@@ -382,9 +382,11 @@ def test_every_record_round_trips_through_its_codec() -> None:
 def test_consumer_events_round_trip_through_json_and_match_their_schemas() -> None:
     ctx = ConsumerContext({"foo": 2})
     ctx.join("m1")
-    ctx.join("m2")
+    ctx.join("m2", instance_id="i2")
     ctx.heartbeat(member_id="m1", member_epoch=1)
+    ctx.heartbeat(member_id="m2", instance_id="i2", member_epoch=-2)
     seen = {type(e) for e in ctx.events}
+    assert set(CONSUMER_EVENT_TYPES.values()) <= seen
     for kind in (
         ConsumerGroupEpochBumped,
         ConsumerTargetAssignmentComputed,
