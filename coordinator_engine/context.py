@@ -13,6 +13,8 @@ here, one object every manager is given at construction:
   due key to the manager that registered its first element);
 - `groups`, every group this coordinator holds, keyed by id, one map for all group kinds as in
   Kafka; a `Group` names its kind, and the façade hands it to that kind's manager;
+- `topics`, the topics the host reports (names, ids, partition counts), and `kinds`, the
+  façade's `GroupKind`, through which a manager asks about a group of another kind;
 - the queues of completed replies and events of the current call, which `drain` releases
   (replies first, then events) once the call's work is done.
 
