@@ -710,6 +710,9 @@ class ConsumerGroupManager:
         elif kind == "consumer-session":
             # The log refused: the member stays; try again after another session.
             self._schedule_session(group_id, member_id, now)
+        else:
+            # The log refused: the member stays; try again after another rebalance timeout.
+            self._arm_rebalance_timer(group_id, group.members[member_id], now)
 
     # ---------------------------------------------------------------- epochs, subscriptions
 

@@ -433,3 +433,15 @@ def test_a_heartbeat_is_never_parked() -> None:
 def test_regexes_librdkafka_sends_are_accepted(regex: str) -> None:
     ctx = ConsumerContext({"a1": 1, "b": 1, "ab": 1})
     assert ctx.join("m1", (), subscribed_topic_regex=regex).error_code == Errors.NONE
+
+
+def test_a_fence_the_log_refuses_is_tried_again_later() -> None:
+    log = FlakyLog()
+    ctx = ConsumerContext({"foo": 2}, log=log)
+    ctx.join("m1")
+    log.failing = True
+    ctx.sleep(45000)
+    assert set(ctx.group().members) == {"m1"}
+    log.failing = False
+    ctx.sleep(45000)
+    assert ctx.group().members == {}
