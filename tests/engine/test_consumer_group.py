@@ -11,11 +11,13 @@ from typing import NoReturn
 import pytest
 
 from coordinator_engine import (
+    ConsumerGroupHeartbeatRequest,
     ConsumerGroupState,
     CoordinatorConfig,
     Errors,
     MemberState,
     MemoryLog,
+    OwnedTopicPartitions,
 )
 from coordinator_engine.consumer import target
 from coordinator_engine.consumer.records import (
@@ -47,6 +49,7 @@ from coordinator_engine.events import (
     MemberRemoved,
     StateChanged,
 )
+from coordinator_engine.requests import FieldError, FieldTypeError
 from coordinator_engine.server_assignors import UnsupportedAssignorError
 
 from .consumer_harness import GROUP, REBALANCE_TIMEOUT, ConsumerContext, owned
@@ -818,3 +821,27 @@ def test_a_tombstone_for_a_group_or_member_that_does_not_exist_is_ignored_at_rep
     ]
     ctx = ConsumerContext(log=MemoryLog(log_entries))
     assert ctx.coord.group(GROUP) is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        (dict(member_epoch="1"), "member_epoch"),
+        (dict(member_epoch=2**31), "member_epoch"),
+        (dict(subscribed_topic_names=["foo"]), "subscribed_topic_names"),
+        (dict(subscribed_topic_names=("foo", 3)), "subscribed_topic_names"),
+        (dict(topic_partitions=(("foo", (0,)),)), "topic_partitions"),
+        (dict(instance_id=7), "instance_id"),
+        (dict(rebalance_timeout_ms=1.5), "rebalance_timeout_ms"),
+    ],
+)
+def test_a_heartbeat_request_checks_its_fields_when_built(
+    fields: dict[str, object], field: str
+) -> None:
+    request: dict[str, object] = dict(group_id=GROUP, member_id="m1", member_epoch=0)
+    request.update(fields)
+    with pytest.raises((FieldError, FieldTypeError)) as info:
+        ConsumerGroupHeartbeatRequest(**request)  # type: ignore[arg-type]
+    assert info.value.field == field
+    with pytest.raises(FieldError):
+        OwnedTopicPartitions(topic="foo", partitions=(-1,))
