@@ -736,9 +736,14 @@ class ConsumerGroupManager:
     def _resolve(self, group: ConsumerGroup, regex: str) -> tuple[str, ...]:
         """The topics a regex matches (whole names): among the topics that exist, and of those
         it matched before, the ones the host has not reported since the load."""
-        pattern = validate_regex(regex)
-        matched = {t for t in self._topics.existing() if pattern.fullmatch(t)}
         old = group.regexes.get(regex)
+        try:
+            pattern = validate_regex(regex)
+        except InvalidRegularExpressionError:
+            # Only a regex read from a log another writer made (RE2 syntax `re` lacks) gets
+            # here: requests are checked first. It keeps what it resolved to.
+            return old.topics if old is not None else ()
+        matched = {t for t in self._topics.existing() if pattern.fullmatch(t)}
         if old is not None:
             matched.update(t for t in old.topics if not self._topics.reported(t))
         return tuple(sorted(matched))

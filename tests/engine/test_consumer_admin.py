@@ -445,3 +445,38 @@ def test_a_fence_the_log_refuses_is_tried_again_later() -> None:
     log.failing = False
     ctx.sleep(45000)
     assert ctx.group().members == {}
+
+
+def test_a_stored_regex_python_cannot_compile_keeps_its_topics() -> None:
+    """A log written by Kafka may hold an RE2 expression `re` refuses; the topics it resolved
+    to are kept and topic changes do not fail."""
+    from coordinator_engine.consumer.records import ConsumerGroupMemberMetadataValue as Value
+    from coordinator_engine.consumer.records import (
+        member_subscription_record,
+        regular_expression_record,
+    )
+
+    regex = "\\pN+"
+    log = MemoryLog(
+        [
+            member_subscription_record(
+                GROUP,
+                "m1",
+                Value(
+                    instance_id=None,
+                    rack_id=None,
+                    client_id="",
+                    client_host="",
+                    subscribed_topic_names=(),
+                    subscribed_topic_regex=regex,
+                    rebalance_timeout_ms=5000,
+                    server_assignor=None,
+                ),
+            ),
+            regular_expression_record(GROUP, regex, ("123",), 1, 0),
+        ]
+    )
+    ctx = ConsumerContext(log=log)
+    ctx.set_topic("123", 1)
+    ctx.set_topic("456", 1)
+    assert ctx.coord.group(GROUP) is not None
