@@ -404,9 +404,7 @@ class ConsumerGroupManager:
                 bump = True
                 change.caused_by(RebalanceCause.METADATA_CHANGE, member_id)
         if bump:
-            regexes_changed = self._refresh_regexes(change, now)
-            if regexes_changed:
-                change.caused_by(RebalanceCause.PARTITIONS_CHANGED, None)
+            self._refresh_regexes(change, now)
             self._refresh_metadata(change)
             self._bump_epoch(change, now)
 
