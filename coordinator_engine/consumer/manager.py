@@ -219,7 +219,7 @@ class ConsumerGroupManager:
 
     # ---------------------------------------------------------------- validation
 
-    def _validate_request(self, req: ConsumerGroupHeartbeatRequest) -> None:
+    def _raise_if_request_invalid(self, req: ConsumerGroupHeartbeatRequest) -> None:
         """Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid` (v1: the member id is
         always required, as KIP-1082 clients choose it)."""
 
@@ -259,7 +259,7 @@ class ConsumerGroupManager:
             validate_regex(req.subscribed_topic_regex)
 
     @staticmethod
-    def _validate_member_epoch(
+    def _raise_if_member_epoch_invalid(
         member: ConsumerGroupMember, received: int, owned: frozenset[TP] | None
     ) -> None:
         """Kafka's `throwIfConsumerGroupMemberEpochIsInvalid`, with KAFKA-19233: a known
@@ -291,7 +291,7 @@ class ConsumerGroupManager:
     ) -> Reply[ConsumerGroupHeartbeatResponse]:
         """Kafka's `consumerGroupHeartbeat`: a leave, or a join or regular heartbeat."""
         try:
-            self._validate_request(req)
+            self._raise_if_request_invalid(req)
             self._ctx.raise_if_not_coordinator(req.group_id)
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(req, now)
@@ -530,7 +530,7 @@ class ConsumerGroupManager:
                         f"Member {member_id} is not a member of group {req.group_id}."
                     )
                 return ConsumerGroupMember(member_id), True
-            self._validate_member_epoch(member, req.member_epoch, owned)
+            self._raise_if_member_epoch_invalid(member, req.member_epoch, owned)
             return member, False
         instance_id = req.instance_id
         existing = draft.static_member(instance_id)
@@ -542,7 +542,7 @@ class ConsumerGroupManager:
                     f"Static member {member_id} with instance id {instance_id} was fenced by "
                     f"member {existing.member_id}."
                 )
-            self._validate_member_epoch(existing, req.member_epoch, owned)
+            self._raise_if_member_epoch_invalid(existing, req.member_epoch, owned)
             return existing, False
         if existing is None:
             member = draft.members.get(member_id)
