@@ -43,6 +43,8 @@ from coordinator_engine import (
 
 GROUP = "orders"
 MEMBERS = ("m0", "m1", "m2", "m3")
+#: m2 and m3 are static members (instance ids i2, i3).
+STATIC = {"m2": "i2", "m3": "i3"}
 SUBSCRIPTIONS = (("t",), ("t", "u"), ("u",))
 SESSION = 45_000
 CONFIG = CoordinatorConfig()
@@ -54,11 +56,17 @@ TP = tuple[str, int]
 class SimMember:
     """A consumer's side of the protocol."""
 
+    name: str = ""
+    member_id: str = ""  # a static member's restart comes back under a new one
+    instance_id: str | None = None
+    restarts: int = 0
+    away: bool = False  # a static member that left with -2 and has not come back
     topics: tuple[str, ...] = ("t",)
     active: bool = False  # wants to be in the group
     joined: bool = False  # holds a valid epoch
     epoch: int = 0
     last_answered: int = 0  # send time of the last answered heartbeat
+    last_accepted: int = 0  # send time of the last heartbeat the coordinator accepted
     owned: set[TP] = field(default_factory=set)
     full: bool = False  # the last answer was lost: send every field (librdkafka does)
 
@@ -77,20 +85,22 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         self.counts = {"t": 3, "u": 2}
         for topic, count in self.counts.items():
             self.coord.set_topic_partitions(topic, count, 0)
-        self.sims = {m: SimMember() for m in MEMBERS}
+        self.sims = {m: SimMember(name=m, member_id=m, instance_id=STATIC.get(m)) for m in MEMBERS}
         self.epochs = (0, 0)
         self.member_epochs: dict[str, int] = {}
 
     # ---------------------------------------------------------------- the members' side
 
-    def _send(self, member_id: str, report: bool, lose: bool) -> None:
-        sim = self.sims[member_id]
+    def _send(self, name: str, report: bool, lose: bool) -> None:
+        sim = self.sims[name]
         if not sim.active:
             return
+        member_id, instance_id = sim.member_id, sim.instance_id
         if not sim.joined:
             request = ConsumerGroupHeartbeatRequest(
                 group_id=GROUP,
                 member_id=member_id,
+                instance_id=instance_id,
                 member_epoch=0,
                 rebalance_timeout_ms=SESSION,
                 subscribed_topic_names=sim.topics,
@@ -101,6 +111,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
             request = ConsumerGroupHeartbeatRequest(
                 group_id=GROUP,
                 member_id=member_id,
+                instance_id=instance_id,
                 member_epoch=sim.epoch,
                 rebalance_timeout_ms=SESSION,
                 subscribed_topic_names=sim.topics,
@@ -110,6 +121,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
             request = ConsumerGroupHeartbeatRequest(
                 group_id=GROUP,
                 member_id=member_id,
+                instance_id=instance_id,
                 member_epoch=sim.epoch,
                 subscribed_topic_names=sim.topics,
                 topic_partitions=self._owned(sim) if report else None,
@@ -118,6 +130,8 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         assert reply.done, "a heartbeat is never parked"
         response = reply.response
         assert response is not None
+        if response.error_code == Errors.NONE:
+            sim.last_accepted = self.now
         if lose:
             sim.full = True
         else:
@@ -149,36 +163,64 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
 
     # ---------------------------------------------------------------- rules
 
-    @rule(member_id=st.sampled_from(MEMBERS), topics=st.sampled_from(SUBSCRIPTIONS))
-    def join(self, member_id: str, topics: tuple[str, ...]) -> None:
-        sim = self.sims[member_id]
+    @rule(name=st.sampled_from(MEMBERS), topics=st.sampled_from(SUBSCRIPTIONS))
+    def join(self, name: str, topics: tuple[str, ...]) -> None:
+        sim = self.sims[name]
         if sim.active:
             return
         sim.active, sim.topics = True, topics
         sim.drop()
-        self._send(member_id, report=True, lose=False)
+        self._send(name, report=True, lose=False)
 
-    @rule(member_id=st.sampled_from(MEMBERS), report=st.booleans(), lose=st.booleans())
-    def heartbeat(self, member_id: str, report: bool, lose: bool) -> None:
-        self._send(member_id, report, lose)
+    @rule(name=st.sampled_from(MEMBERS), report=st.booleans(), lose=st.booleans())
+    def heartbeat(self, name: str, report: bool, lose: bool) -> None:
+        self._send(name, report, lose)
 
-    @rule(member_id=st.sampled_from(MEMBERS), topics=st.sampled_from(SUBSCRIPTIONS))
-    def change_subscription(self, member_id: str, topics: tuple[str, ...]) -> None:
-        sim = self.sims[member_id]
+    @rule(name=st.sampled_from(MEMBERS), topics=st.sampled_from(SUBSCRIPTIONS))
+    def change_subscription(self, name: str, topics: tuple[str, ...]) -> None:
+        sim = self.sims[name]
         sim.topics = topics
-        self._send(member_id, report=True, lose=False)
+        self._send(name, report=True, lose=False)
 
-    @rule(member_id=st.sampled_from(MEMBERS))
-    def leave(self, member_id: str) -> None:
-        sim = self.sims[member_id]
+    @rule(name=st.sampled_from(MEMBERS))
+    def leave(self, name: str) -> None:
+        sim = self.sims[name]
         if not sim.active:
             return
         self.coord.handle(
-            ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=member_id, member_epoch=-1),
+            ConsumerGroupHeartbeatRequest(
+                group_id=GROUP,
+                member_id=sim.member_id,
+                instance_id=sim.instance_id,
+                member_epoch=-1,
+            ),
             self.now,
         )
         sim.drop()
+        sim.active = sim.away = False
+
+    @rule(name=st.sampled_from(tuple(STATIC)))
+    def static_restart(self, name: str) -> None:
+        """A static member closes (-2, keeping its place) and its process comes back later
+        under a new member id (the next `join`), as librdkafka does."""
+        sim = self.sims[name]
+        if not sim.active or not sim.joined:
+            return
+        response = self.coord.handle(
+            ConsumerGroupHeartbeatRequest(
+                group_id=GROUP,
+                member_id=sim.member_id,
+                instance_id=sim.instance_id,
+                member_epoch=-2,
+            ),
+            self.now,
+        ).response
+        assert response is not None
+        sim.drop()
         sim.active = False
+        sim.away = response.error_code == Errors.NONE
+        sim.restarts += 1
+        sim.member_id = f"{name}-{sim.restarts}"
 
     @rule(topic=st.sampled_from(("t", "u")), extra=st.integers(1, 2))
     def grow(self, topic: str, extra: int) -> None:
@@ -191,6 +233,8 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         for sim in self.sims.values():
             if sim.joined and self.now >= sim.last_answered + SESSION:
                 sim.drop()
+            if sim.away and self.now >= sim.last_accepted + SESSION:
+                sim.away = False  # its session ran out: the coordinator removed it
         self.coord.advance(self.now)
 
     @rule()
@@ -204,21 +248,25 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
     def settle(self) -> None:
         """The members heartbeat honestly, answers arriving, no time passing."""
         for _ in range(10):
-            for member_id in MEMBERS:
-                self._send(member_id, report=True, lose=False)
+            for name in MEMBERS:
+                self._send(name, report=True, lose=False)
         view = self._view()
-        active = {m for m, sim in self.sims.items() if sim.active}
+        active = {sim.member_id for sim in self.sims.values() if sim.active}
         if view is None:
             assert not active
             return
+        assert active <= set(view.members)
+        if any(sim.away for sim in self.sims.values()):
+            return  # a static member away keeps its partitions: the group stays Reconciling
         assert set(view.members) == active
         if not active:
             assert view.state is ConsumerGroupState.EMPTY
             return
         assert view.state is ConsumerGroupState.STABLE, view
-        subscribed = {t for m in active for t in self.sims[m].topics}
+        sims = [sim for sim in self.sims.values() if sim.active]
+        subscribed = {t for sim in sims for t in sim.topics}
         everything = {(t, p) for t in subscribed for p in range(self.counts[t])}
-        consumed = [tp for m in active for tp in self.sims[m].owned]
+        consumed = [tp for sim in sims for tp in sim.owned]
         assert sorted(consumed) == sorted(everything)
 
     # ---------------------------------------------------------------- invariants
@@ -231,19 +279,19 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
     @invariant()
     def no_partition_is_consumed_by_two_members(self) -> None:
         seen: dict[TP, str] = {}
-        for member_id, sim in self.sims.items():
+        for name, sim in self.sims.items():
             for tp in sim.owned:
-                assert tp not in seen, f"{tp} consumed by {seen[tp]} and {member_id}"
-                seen[tp] = member_id
+                assert tp not in seen, f"{tp} consumed by {seen[tp]} and {name}"
+                seen[tp] = name
 
     @invariant()
     def what_a_member_consumes_is_its_own_at_the_coordinator(self) -> None:
         view = self._view()
-        for member_id, sim in self.sims.items():
+        for sim in self.sims.values():
             if not sim.owned:
                 continue
-            assert view is not None and member_id in view.members
-            member = view.members[member_id]
+            assert view is not None and sim.member_id in view.members
+            member = view.members[sim.member_id]
             held = {(t, p) for t, ps in member.assigned.items() for p in ps}
             held |= {(t, p) for t, ps in member.pending_revocation.items() for p in ps}
             assert sim.owned <= held
@@ -258,6 +306,8 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         assert view.assignment_epoch <= view.group_epoch
         self.epochs = epochs
         for member_id, member in view.members.items():
+            if member.member_epoch == -2:
+                continue  # a static member away: -2 marks it, it is not an epoch
             assert member.member_epoch >= self.member_epochs.get(member_id, 0)
             self.member_epochs[member_id] = member.member_epoch
         for member_id in set(self.member_epochs) - set(view.members):
@@ -270,7 +320,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
 
 
 ConsumerGroupMachine.TestCase.settings = settings(
-    max_examples=100,
+    max_examples=150,
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
