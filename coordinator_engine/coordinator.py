@@ -24,10 +24,13 @@ keeps the public API and routes, by tables built once from `GROUP_KINDS` (each k
 declares its requests, timer kinds and record types; no entry may be claimed twice):
 
 - each group kind's requests, timers and records to the manager of its package: `classic/`
-  (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the rebalance timers, GroupMetadata records)
-  and `handoff/` (HandoffHeartbeat, the handoff session timers, HandoffGroup records, and the
-  host facts: `set_partition_store_available`, `set_discovery_available`,
-  `set_topic_partitions`);
+  (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the rebalance timers, GroupMetadata records),
+  `handoff/` (HandoffHeartbeat, the handoff session timers, HandoffGroup records, and the
+  host facts: `set_partition_store_available`, `set_discovery_available`) and `consumer/`
+  (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe, the session and rebalance timers,
+  Kafka's consumer group records); the host's topics (`set_topic_partitions`,
+  `delete_topic`) go to the handoff groups and, through the topic image, to the consumer
+  groups;
 - OffsetCommit, OffsetFetch, OffsetDelete, expiry and OffsetCommit records to the
   `OffsetsManager` (`offsets.py`), which asks the manager of a group's kind (by the group's
   `kind`) through the `GroupKind` hooks;
@@ -167,8 +170,8 @@ class _GroupKinds:
 
 
 class GroupCoordinator:
-    """Kafka's classic group coordinator, and handoff groups beside it. See the
-    module docstring and docs/engine.md."""
+    """Kafka's group coordinator: classic groups, handoff groups and KIP-848 consumer groups.
+    See the module docstring and docs/engine.md."""
 
     def __init__(
         self,
