@@ -1,4 +1,5 @@
-"""Rebalance Lab's coordinator engine: Kafka's classic consumer-group coordinator, sans-IO.
+"""Rebalance Lab's coordinator engine: Kafka's group coordinator (classic, handoff and KIP-848
+consumer groups), sans-IO.
 
 Pure Python with no I/O of its own (no sockets, no asyncio, no clock): requests in, replies,
 records and events out. See docs/engine.md for the theory of operation.
@@ -6,6 +7,7 @@ records and events out. See docs/engine.md for the theory of operation.
 
 from .classic import GroupState, GroupView, MemberView
 from .config import CoordinatorConfig
+from .consumer import ConsumerGroupState, ConsumerGroupView, ConsumerMemberView, MemberState
 from .coordinator import CleanupResult, GroupCoordinator
 from .errors import Errors, ReplayError
 from .events import GroupEvent, RebalanceCause, RemovalReason
@@ -15,6 +17,8 @@ from .log import LogAppendError, MemoryLog, RecordLog, SqliteLog
 from .reply import Reply
 from .requests import (
     Assignment,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     HandoffHeartbeatRequest,
@@ -26,12 +30,17 @@ from .requests import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    OwnedTopicPartitions,
     PartitionOffset,
     Protocol,
     SyncGroupRequest,
     TopicPartition,
 )
 from .responses import (
+    ConsumerDescribedGroup,
+    ConsumerDescribedMember,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
     DeleteGroupResult,
     DeleteGroupsResponse,
     DescribedGroup,
@@ -56,6 +65,15 @@ from .responses import (
 __all__ = [
     "Assignment",
     "CleanupResult",
+    "ConsumerDescribedGroup",
+    "ConsumerDescribedMember",
+    "ConsumerGroupDescribeRequest",
+    "ConsumerGroupDescribeResponse",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
+    "ConsumerGroupState",
+    "ConsumerGroupView",
+    "ConsumerMemberView",
     "CoordinatorConfig",
     "DeleteGroupResult",
     "DeleteGroupsRequest",
@@ -87,6 +105,7 @@ __all__ = [
     "ListedGroup",
     "LogAppendError",
     "MemberIdentity",
+    "MemberState",
     "MemberView",
     "MemoryLog",
     "OffsetCommitRequest",
@@ -96,6 +115,7 @@ __all__ = [
     "OffsetDeleteResponse",
     "OffsetFetchRequest",
     "OffsetFetchResponse",
+    "OwnedTopicPartitions",
     "PartitionOffset",
     "PartitionResult",
     "Protocol",

@@ -24,6 +24,17 @@ class CoordinatorConfig:
     offset_metadata_max_bytes: longest commit metadata accepted (`OFFSET_METADATA_TOO_LARGE`).
     new_member_join_timeout_ms: how long a new member may stay parked in JoinGroup.
     owned_partitions: the coordinator partitions this coordinator serves; None means all.
+
+    Consumer groups (KIP-848; Kafka's `GroupCoordinatorConfig`):
+    consumer_group_session_timeout_ms (`group.consumer.session.timeout.ms`): a member that
+        has not heartbeated for this long is removed; bounded by
+        consumer_group_min/max_session_timeout_ms (`group.consumer.min.session.timeout.ms`,
+        `group.consumer.max.session.timeout.ms`).
+    consumer_group_heartbeat_interval_ms (`group.consumer.heartbeat.interval.ms`): what the
+        heartbeat answer tells members; bounded by consumer_group_min/max_heartbeat_interval_ms
+        (`group.consumer.min.heartbeat.interval.ms`, `group.consumer.max.heartbeat.interval.ms`)
+        and below the session timeout.
+    consumer_group_max_size (`group.consumer.max.size`): most members a consumer group admits.
     """
 
     group_min_session_timeout_ms: int = 6000
@@ -36,6 +47,14 @@ class CoordinatorConfig:
     offset_metadata_max_bytes: int = 4096
     new_member_join_timeout_ms: int = 300000
     owned_partitions: frozenset[int] | None = None
+    consumer_group_session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
+    consumer_group_min_session_timeout_ms: int = 45000  # group.consumer.min.session.timeout.ms
+    consumer_group_max_session_timeout_ms: int = 60000  # group.consumer.max.session.timeout.ms
+    consumer_group_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    # group.consumer.min.heartbeat.interval.ms, group.consumer.max.heartbeat.interval.ms
+    consumer_group_min_heartbeat_interval_ms: int = 5000
+    consumer_group_max_heartbeat_interval_ms: int = 15000
+    consumer_group_max_size: int = _INT32_MAX  # group.consumer.max.size
 
     def __post_init__(self) -> None:
         for name in (
@@ -46,6 +65,12 @@ class CoordinatorConfig:
             "offsets_retention_check_interval_ms",
             "offset_metadata_max_bytes",
             "new_member_join_timeout_ms",
+            "consumer_group_session_timeout_ms",
+            "consumer_group_min_session_timeout_ms",
+            "consumer_group_max_session_timeout_ms",
+            "consumer_group_heartbeat_interval_ms",
+            "consumer_group_min_heartbeat_interval_ms",
+            "consumer_group_max_heartbeat_interval_ms",
         ):
             value = getattr(self, name)
             if type(value) is not int or value < 0:
@@ -53,6 +78,26 @@ class CoordinatorConfig:
         if type(self.group_max_size) is not int or self.group_max_size < 1:
             raise ValueError(
                 f"CoordinatorConfig.group_max_size must be >= 1, got {self.group_max_size!r}"
+            )
+        if type(self.consumer_group_max_size) is not int or self.consumer_group_max_size < 1:
+            raise ValueError(
+                "CoordinatorConfig.consumer_group_max_size must be >= 1, "
+                f"got {self.consumer_group_max_size!r}"
+            )
+        for what in ("session_timeout", "heartbeat_interval"):
+            low = getattr(self, f"consumer_group_min_{what}_ms")
+            value = getattr(self, f"consumer_group_{what}_ms")
+            high = getattr(self, f"consumer_group_max_{what}_ms")
+            if not low <= value <= high:
+                raise ValueError(
+                    f"CoordinatorConfig.consumer_group_{what}_ms must lie in "
+                    f"consumer_group_min_{what}_ms..consumer_group_max_{what}_ms "
+                    f"({low}..{high}), got {value}"
+                )
+        if self.consumer_group_heartbeat_interval_ms >= self.consumer_group_session_timeout_ms:
+            raise ValueError(
+                "CoordinatorConfig.consumer_group_heartbeat_interval_ms must be below "
+                "consumer_group_session_timeout_ms"
             )
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
             raise ValueError("CoordinatorConfig: group_min_session_timeout_ms exceeds the maximum")

@@ -13,6 +13,8 @@ here, one object every manager is given at construction:
   due key to the manager that registered its first element);
 - `groups`, every group this coordinator holds, keyed by id, one map for all group kinds as in
   Kafka; a `Group` names its kind, and the façade hands it to that kind's manager;
+- `topics`, the topics the host reports (names, ids, partition counts), and `kinds`, the
+  façade's `GroupKind`, through which a manager asks about a group of another kind;
 - the queues of completed replies and events of the current call, which `drain` releases
   (replies first, then events) once the call's work is done.
 
@@ -35,9 +37,10 @@ from .hashing import partition_for
 from .log import LogAppendError, RecordLog
 from .records import RecordType
 from .reply import Reply
-from .requests import OffsetCommitRequest
+from .requests import OffsetCommitRequest, OffsetFetchRequest
 from .responses import DescribedGroup, ListedGroup
 from .timers import TimerQueue
+from .topics import TopicImage
 
 
 class Group(Protocol):
@@ -76,10 +79,12 @@ class CoordinatorContext:
         "draining",
         "events",
         "groups",
+        "kinds",
         "listeners",
         "log",
         "owns",
         "timers",
+        "topics",
     )
 
     def __init__(self, config: CoordinatorConfig, log: RecordLog) -> None:
@@ -87,6 +92,11 @@ class CoordinatorContext:
         self.log = log
         self.groups: dict[str, Group] = {}
         self.timers: TimerQueue[TimerKey] = TimerQueue()
+        #: The topics the host reports (`GroupCoordinator.set_topic_partitions`).
+        self.topics = TopicImage()
+        #: The façade's `GroupKind`, through which a manager may ask another kind's manager
+        #: about a group of that kind (KIP-848 takes over an empty classic group's id).
+        self.kinds: GroupKind | None = None
         self.listeners: list[Callable[[GroupEvent], None]] = []
         self.completions: list[tuple[Reply[Any], Any]] = []
         self.events: list[GroupEvent] = []
@@ -182,6 +192,11 @@ class GroupKind(Protocol):
         a member counts as a sign of life of that member."""
         ...
 
+    def validate_offset_fetch(self, group: Group, req: OffsetFetchRequest) -> None:
+        """Raise the `CoordinatorError` that refuses this fetch, if any (Kafka's
+        `validateOffsetFetch`: a consumer group's member fetches in its epoch)."""
+        ...
+
     def offset_delete_subscribed(self, group: Group, topics: Sequence[str]) -> set[str] | None:
         """Of `topics`, those whose offsets OffsetDelete must keep (GROUP_SUBSCRIBED_TO_TOPIC);
         None when no offset of the group may be deleted (NON_EMPTY_GROUP)."""
@@ -247,6 +262,7 @@ class GroupManager(Protocol[G]):
     def is_simple(self, group: G) -> bool: ...
     def is_empty(self, group: G) -> bool: ...
     def validate_offset_commit(self, group: G, req: OffsetCommitRequest, now: int) -> None: ...
+    def validate_offset_fetch(self, group: G, req: OffsetFetchRequest) -> None: ...
     def offset_delete_subscribed(self, group: G, topics: Sequence[str]) -> set[str] | None: ...
     def offset_expiration_condition(self, group: G) -> tuple[int | None, frozenset[str]] | None: ...
     def group_tombstones(self, group: G) -> list[Record]: ...

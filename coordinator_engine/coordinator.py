@@ -24,10 +24,13 @@ keeps the public API and routes, by tables built once from `GROUP_KINDS` (each k
 declares its requests, timer kinds and record types; no entry may be claimed twice):
 
 - each group kind's requests, timers and records to the manager of its package: `classic/`
-  (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the rebalance timers, GroupMetadata records)
-  and `handoff/` (HandoffHeartbeat, the handoff session timers, HandoffGroup records, and the
-  host facts: `set_partition_store_available`, `set_discovery_available`,
-  `set_topic_partitions`);
+  (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the rebalance timers, GroupMetadata records),
+  `handoff/` (HandoffHeartbeat, the handoff session timers, HandoffGroup records, and the
+  host facts: `set_partition_store_available`, `set_discovery_available`) and `consumer/`
+  (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe, the session and rebalance timers,
+  Kafka's consumer group records); the host's topics (`set_topic_partitions`,
+  `delete_topic`) go to the handoff groups and, through the topic image, to the consumer
+  groups;
 - OffsetCommit, OffsetFetch, OffsetDelete, expiry and OffsetCommit records to the
   `OffsetsManager` (`offsets.py`), which asks the manager of a group's kind (by the group's
   `kind`) through the `GroupKind` hooks;
@@ -43,12 +46,14 @@ the reply and event queues. See docs/engine.md, "Layout".
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast, overload
 
 from .classic import ClassicGroupManager, GroupView
 from .config import CoordinatorConfig
+from .consumer import ConsumerGroupManager, ConsumerGroupView
 from .context import CoordinatorContext, Group, GroupManager, Handler, Record, TimerKey
 from .errors import CoordinatorError, Errors, ReplayError, error_code_of
 from .events import GroupEvent
@@ -65,6 +70,8 @@ from .records import (
 )
 from .reply import Reply
 from .requests import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     HandoffHeartbeatRequest,
@@ -79,6 +86,8 @@ from .requests import (
     SyncGroupRequest,
 )
 from .responses import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
     DeleteGroupResult,
     DeleteGroupsResponse,
     DescribedGroup,
@@ -100,7 +109,11 @@ NONE = Errors.NONE
 
 #: The group kinds, each a package with its manager (docs/engine.md, "Adding a group kind").
 #: The façade builds its routing tables from them once, at construction.
-GROUP_KINDS: tuple[type[GroupManager[Any]], ...] = (ClassicGroupManager, HandoffGroupManager)
+GROUP_KINDS: tuple[type[GroupManager[Any]], ...] = (
+    ClassicGroupManager,
+    HandoffGroupManager,
+    ConsumerGroupManager,
+)
 #: The kind of a group that only offsets made (Kafka's simple group is a classic group).
 SIMPLE_GROUP_KIND = ClassicGroupManager.kind
 #: Every record type of the log: the offsets', then each kind's.
@@ -140,6 +153,9 @@ class _GroupKinds:
     def validate_offset_commit(self, group: Group, req: OffsetCommitRequest, now: int) -> None:
         self._managers[group.kind].validate_offset_commit(group, req, now)
 
+    def validate_offset_fetch(self, group: Group, req: OffsetFetchRequest) -> None:
+        self._managers[group.kind].validate_offset_fetch(group, req)
+
     def offset_delete_subscribed(self, group: Group, topics: Sequence[str]) -> set[str] | None:
         return self._managers[group.kind].offset_delete_subscribed(group, topics)
 
@@ -154,8 +170,8 @@ class _GroupKinds:
 
 
 class GroupCoordinator:
-    """Kafka's classic group coordinator, and handoff groups beside it. See the
-    module docstring and docs/engine.md."""
+    """Kafka's group coordinator: classic groups, handoff groups and KIP-848 consumer groups.
+    See the module docstring and docs/engine.md."""
 
     def __init__(
         self,
@@ -173,11 +189,13 @@ class GroupCoordinator:
             "group kind", [{m.kind: m} for m in managers]
         )
         self._kinds = _GroupKinds(self._managers)
+        ctx.kinds = self._kinds
         self._offsets = OffsetsManager(ctx, self._kinds)
         # The façade's own API reaches two kinds by name: trigger_rebalance (classic groups)
         # and the host facts of handoff groups.
         self._classic = self._manager(ClassicGroupManager)
         self._handoff = self._manager(HandoffGroupManager)
+        self._consumer = self._manager(ConsumerGroupManager)
         # Routing tables, built once: by request type, by a timer key's first element, by a
         # record key's class. No two kinds may claim the same entry (nor the same name).
         own: dict[type, Handler] = {
@@ -233,6 +251,15 @@ class GroupCoordinator:
         self, request: HandoffHeartbeatRequest, now_ms: int
     ) -> Reply[HandoffHeartbeatResponse]: ...
 
+    @overload
+    def handle(
+        self, request: ConsumerGroupHeartbeatRequest, now_ms: int
+    ) -> Reply[ConsumerGroupHeartbeatResponse]: ...
+    @overload
+    def handle(
+        self, request: ConsumerGroupDescribeRequest, now_ms: int
+    ) -> Reply[ConsumerGroupDescribeResponse]: ...
+
     def handle(self, request: Request, now_ms: int) -> Reply[Any]:
         """Handle one request at `now_ms`; the reply is done now or completes later."""
         handler = self._handlers.get(type(request))
@@ -261,23 +288,45 @@ class GroupCoordinator:
         """When the coordinator next needs `advance`, or None when no timer is armed."""
         return self._timers.next_deadline()
 
-    def group(self, group_id: str) -> GroupView | HandoffGroupView | None:
+    def group(self, group_id: str) -> GroupView | HandoffGroupView | ConsumerGroupView | None:
         """A snapshot of a group: a `GroupView` for a classic group, a `HandoffGroupView` for
-        a handoff group (docs/engine.md, "Handoff groups")."""
+        a handoff group (docs/engine.md, "Handoff groups"), a `ConsumerGroupView` for a
+        consumer group ("Consumer groups")."""
         group = self._groups.get(group_id)
-        return None if group is None else cast(GroupView | HandoffGroupView, group.view())
+        if group is None:
+            return None
+        return cast(GroupView | HandoffGroupView | ConsumerGroupView, group.view())
 
-    # ---------------------------------------------------------------- handoff groups' host facts
+    # ---------------------------------------------------------------- topics, host facts
 
-    def set_topic_partitions(self, topic: str, num_partitions: int, now_ms: int) -> None:
-        """The partition store reports `topic`'s partition count; the handoff groups that
-        subscribe to it re-plan (no record of its own: the host tells it again after a
-        restart)."""
+    def set_topic_partitions(
+        self, topic: str, num_partitions: int, now_ms: int, *, topic_id: uuid.UUID | None = None
+    ) -> None:
+        """The host's topic registry reports `topic`: its partition count (0: the topic is
+        gone, as `delete_topic`) and its id. Without `topic_id` the id is the one reported
+        before, else one derived from the name, `uuid5(topics.TOPIC_ID_NAMESPACE, topic)`
+        (the same in every process). The handoff groups that subscribe to it re-plan; the
+        consumer groups that subscribe to it (by name or regular expression) bump their epoch
+        when its creation, deletion or growth changes what they subscribe to. Not a record:
+        the host tells it again after a restart (a topic not reported since is taken as it
+        was stored, docs/engine.md, "Consumer groups")."""
         if type(num_partitions) is not int or num_partitions < 0:
             raise ValueError(f"num_partitions must be an int >= 0, got {num_partitions!r}")
+        if topic_id is not None and not isinstance(topic_id, uuid.UUID):
+            raise TypeError(f"topic_id must be a uuid.UUID or None, got {topic_id!r}")
         self._fire_due(now_ms)
         self._handoff.set_partition_count(topic, num_partitions, now_ms)
+        if self._ctx.topics.update(topic, num_partitions, topic_id):
+            self._consumer.on_topics_changed({topic}, now_ms)
         self._ctx.drain()
+
+    def delete_topic(self, topic: str, now_ms: int) -> None:
+        """The host's topic registry deleted `topic`: `set_topic_partitions(topic, 0, now_ms)`."""
+        self.set_topic_partitions(topic, 0, now_ms)
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        """The id the engine uses for `topic` (reported, else derived from the name)."""
+        return self._ctx.topics.topic_id(topic)
 
     def set_partition_store_available(self, available: bool, now_ms: int) -> None:
         """The handoff groups' partition store is reachable or not. While it (or the
@@ -395,15 +444,14 @@ class GroupCoordinator:
 
     def _list_groups(self, req: ListGroupsRequest, now: int) -> Reply[ListGroupsResponse]:
         """Kafka's `handleListGroups` (KIP-518 state filter, KIP-848 type filter, both
-        case-insensitive): every kind, by id. A group's type is its kind's name (Kafka's
-        `Group.GroupType`); a type no kind has matches nothing, as Kafka's `UNKNOWN` does."""
+        case-insensitive): every kind, by id."""
         states = {state.lower() for state in req.states_filter}
-        types = {group_type.lower() for group_type in req.types_filter}
+        types = {kind.lower() for kind in req.types_filter}
         listed = [
-            replace(g, group_type=kind)
-            for kind, m in self._managers.items()
-            if not types or kind in types
+            g
+            for m in self._managers.values()
             for g in m.listed_groups(states)
+            if not types or g.group_type in types
         ]
         listed.sort(key=lambda g: g.group_id)
         return Reply.of(ListGroupsResponse(error_code=NONE, groups=tuple(listed)))
@@ -450,8 +498,8 @@ class GroupCoordinator:
                 decoded = None if value is None else record_type.decode_value(value)
                 replay(record_key, decoded, now)
             except UnknownRecordTypeError:
-                # Kafka's loader skips keys it does not know (KIP-848 records, or a left-over
-                # of an aborted upgrade) with a warning; so does this one.
+                # Kafka's loader skips keys it does not know (share or streams group records,
+                # a left-over of an aborted upgrade) with a warning; so does this one.
                 continue
             except CorruptRecordError as exc:
                 raise ReplayError(position, kind if kind != "key" else exc.kind, str(exc)) from exc

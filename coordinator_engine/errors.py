@@ -38,6 +38,11 @@ class Errors(enum.IntEnum):
     FENCED_INSTANCE_ID = 82
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     UNSTABLE_OFFSET_COMMIT = 88
+    FENCED_MEMBER_EPOCH = 110
+    UNRELEASED_INSTANCE_ID = 111
+    UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
+    INVALID_REGULAR_EXPRESSION = 128
 
     @classmethod
     def name_of(cls, code: int) -> str:
@@ -101,6 +106,34 @@ class GroupIdNotFoundError(CoordinatorError):
 
 class NonEmptyGroupError(CoordinatorError):
     error_code = Errors.NON_EMPTY_GROUP
+
+
+class InvalidRequestError(CoordinatorError):
+    error_code = Errors.INVALID_REQUEST
+
+
+class FencedMemberEpochError(CoordinatorError):
+    error_code = Errors.FENCED_MEMBER_EPOCH
+
+
+class UnreleasedInstanceIdError(CoordinatorError):
+    error_code = Errors.UNRELEASED_INSTANCE_ID
+
+
+class UnsupportedAssignorError(CoordinatorError):
+    error_code = Errors.UNSUPPORTED_ASSIGNOR
+
+
+class StaleMemberEpochError(CoordinatorError):
+    error_code = Errors.STALE_MEMBER_EPOCH
+
+
+class InvalidRegularExpressionError(CoordinatorError):
+    error_code = Errors.INVALID_REGULAR_EXPRESSION
+
+
+class UnknownServerError(CoordinatorError):
+    error_code = Errors.UNKNOWN_SERVER_ERROR
 
 
 def error_code_of(exc: CoordinatorError) -> Errors:

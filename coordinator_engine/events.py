@@ -23,7 +23,9 @@ class RemovalReason(enum.Enum):
     LEFT = "left"  # LeaveGroup from the member itself
     SESSION_TIMEOUT = "session_timeout"  # no heartbeat within session.timeout.ms
     JOIN_TIMEOUT = "join_timeout"  # a new member parked in JoinGroup past new.member.join.timeout
-    REBALANCE_TIMEOUT = "rebalance_timeout"  # did not rejoin before the join phase ended
+    # did not rejoin before the join phase ended; in a consumer group (KIP-848), did not revoke
+    # its partitions within its rebalance timeout
+    REBALANCE_TIMEOUT = "rebalance_timeout"
     SYNC_TIMEOUT = "sync_timeout"  # did not SyncGroup within the rebalance timeout
     FENCED = "fenced"  # its static instance id was taken over by a new member id (KIP-345)
     REMOVED_BY_ADMIN = "removed_by_admin"  # LeaveGroup by instance id, or an admin's reason
@@ -307,6 +309,110 @@ HANDOFF_EVENT_TYPES: dict[str, type[GroupEvent]] = {
 }
 
 
+# -- consumer groups (KIP-848; docs/engine.md, "Consumer groups") ----------------------------------
+# Partitions are [[topic, partition], ...] sorted (a topic whose name the engine does not know
+# is shown by its id). A consumer group also emits StateChanged (its own state names; a move
+# out of Empty or Stable carries the cause of the epoch bump behind it), MemberRemoved ("left",
+# "session_timeout", "rebalance_timeout"), StaticMemberReplaced and GroupRemoved. Their own
+# types are kept in CONSUMER_EVENT_TYPES / CONSUMER_EVENT_SCHEMAS.
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerMemberJoined(GroupEvent):
+    """A member joined a consumer group (epoch 0 under a new member id)."""
+
+    type: ClassVar[str] = "ConsumerMemberJoined"
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerGroupEpochBumped(GroupEvent):
+    """The group epoch went up: a new target assignment is due. `cause` is a
+    `RebalanceCause` value, `cause_member_id` the member behind it (None for a topic change)."""
+
+    type: ClassVar[str] = "ConsumerGroupEpochBumped"
+    epoch: int
+    cause: str
+    cause_member_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerTargetAssignmentComputed(GroupEvent):
+    """The server-side assignor computed the target assignment of `epoch`: member id →
+    partitions (every member, changed or not)."""
+
+    type: ClassVar[str] = "ConsumerTargetAssignmentComputed"
+    epoch: int
+    assignor: str
+    assignment: dict[str, list[list[Any]]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerMemberStateChanged(GroupEvent):
+    """A member's reconciliation state or epoch changed (Kafka's `MemberState`: STABLE,
+    UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS, UNKNOWN)."""
+
+    type: ClassVar[str] = "ConsumerMemberStateChanged"
+    member_id: str
+    from_state: str
+    to_state: str
+    member_epoch: int
+    previous_member_epoch: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerPartitionsRevoked(GroupEvent):
+    """`member_id` must revoke these partitions (they left its assignment); they go to their
+    new owner once its heartbeat no longer lists them."""
+
+    type: ClassVar[str] = "ConsumerPartitionsRevoked"
+    member_id: str
+    member_epoch: int
+    partitions: list[list[Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerPartitionsAssigned(GroupEvent):
+    """`member_id` was given these partitions (nobody else holds them any more)."""
+
+    type: ClassVar[str] = "ConsumerPartitionsAssigned"
+    member_id: str
+    member_epoch: int
+    partitions: list[list[Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerStaticMemberLeft(GroupEvent):
+    """A static member left for a while (epoch -2): it keeps its assignment, and its instance
+    id may come back under a new member id without an epoch bump."""
+
+    type: ClassVar[str] = "ConsumerStaticMemberLeft"
+    member_id: str
+    instance_id: str
+
+
+CONSUMER_EVENT_TYPES: dict[str, type[GroupEvent]] = {
+    cls.type: cls
+    for cls in (
+        ConsumerMemberJoined,
+        ConsumerGroupEpochBumped,
+        ConsumerTargetAssignmentComputed,
+        ConsumerMemberStateChanged,
+        ConsumerPartitionsRevoked,
+        ConsumerPartitionsAssigned,
+        ConsumerStaticMemberLeft,
+    )
+}
+
+
 def _json_type(hint: Any) -> Any:
     """A JSON Schema fragment for a field's type hint."""
     text = str(hint)
@@ -351,12 +457,20 @@ EVENT_SCHEMAS: dict[str, dict[str, Any]] = {name: _schema(cls) for name, cls in 
 HANDOFF_EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
     name: _schema(cls) for name, cls in HANDOFF_EVENT_TYPES.items()
 }
+#: The same for the consumer groups' own event types.
+CONSUMER_EVENT_SCHEMAS: dict[str, dict[str, Any]] = {
+    name: _schema(cls) for name, cls in CONSUMER_EVENT_TYPES.items()
+}
 
 
 def event_from_json(data: dict[str, Any]) -> GroupEvent:
     """Rebuild an event from `to_json()` output; ValueError names what does not fit."""
     kind = data.get("type")
-    cls = EVENT_TYPES.get(kind) or HANDOFF_EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    cls = (
+        EVENT_TYPES.get(kind) or HANDOFF_EVENT_TYPES.get(kind) or CONSUMER_EVENT_TYPES.get(kind)
+        if isinstance(kind, str)
+        else None
+    )
     if cls is None:
         raise ValueError(f"unknown event type {kind!r}")
     fields = dataclasses.fields(cls)

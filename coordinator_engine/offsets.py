@@ -236,6 +236,9 @@ class OffsetsManager:
         `ConsumerGroup.validateOffsetFetch`) will do it here, through the group's kind."""
         try:
             self._ctx.validate_group(req.group_id, allow_empty_id=True)
+            group = self._groups.get(req.group_id)
+            if group is not None:
+                self._kinds.validate_offset_fetch(group, req)
         except CoordinatorError as exc:
             return Reply.of(OffsetFetchResponse(error_code=error_code_of(exc)))
         offsets = self._offsets.get(req.group_id, _NO_OFFSETS)

@@ -374,9 +374,10 @@ class OffsetCommitRequest:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class OffsetFetchRequest:
     """OffsetFetch: the given partitions, or every committed one when `partitions` is None.
-    `member_id` and `member_epoch` (OffsetFetch v9, KIP-848) name the member asking, None and
-    −1 for none; a classic group ignores them, as Kafka's `ClassicGroup.validateOffsetFetch`
-    does."""
+
+    member_id / member_epoch (v9, KIP-848): a consumer group's member fetching in its epoch
+    (STALE_MEMBER_EPOCH on a mismatch, UNKNOWN_MEMBER_ID for an unknown member); None and -1
+    (the default, and what librdkafka sends) fetch as any client."""
 
     group_id: str
     partitions: tuple[TopicPartition, ...] | None = None
@@ -385,10 +386,10 @@ class OffsetFetchRequest:
 
     def __post_init__(self) -> None:
         check_str("OffsetFetchRequest", "group_id", self.group_id)
-        check_str("OffsetFetchRequest", "member_id", self.member_id, nullable=True)
-        check_int("OffsetFetchRequest", "member_epoch", self.member_epoch)
         if self.partitions is not None:
             check_tuple_of("OffsetFetchRequest", "partitions", self.partitions, TopicPartition)
+        check_str("OffsetFetchRequest", "member_id", self.member_id, nullable=True)
+        check_int("OffsetFetchRequest", "member_epoch", self.member_epoch)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -414,7 +415,8 @@ class DescribeGroupsRequest:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ListGroupsRequest:
     """ListGroups; `states_filter` keeps groups in those states (KIP-518), `types_filter`
-    groups of those types (KIP-848: a kind's name, `classic`, `handoff`); empty = all."""
+    groups of those types (v5, KIP-848: "classic", "consumer", "handoff"); both compared
+    case-insensitively, empty = all."""
 
     states_filter: tuple[str, ...] = ()
     types_filter: tuple[str, ...] = ()
@@ -471,6 +473,88 @@ class HandoffHeartbeatRequest:
         check_str(o, "client_host", self.client_host)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OwnedTopicPartitions:
+    """The partitions of one topic a consumer-group member reports it owns (the wire's
+    TopicId is mapped to the topic's name before the engine sees it)."""
+
+    topic: str
+    partitions: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        check_str("OwnedTopicPartitions", "topic", self.topic)
+        check_tuple_of("OwnedTopicPartitions", "partitions", self.partitions, int)
+        for partition in self.partitions:
+            check_int("OwnedTopicPartitions", "partitions", partition, 0)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerGroupHeartbeatRequest:
+    """ConsumerGroupHeartbeat (KIP-848, API key 68, v0-v1): a consumer group's member joins,
+    heartbeats, reports what it owns, or leaves. See docs/engine.md, "Consumer groups".
+
+    member_id: chosen by the member (KIP-1082), never empty here.
+    member_epoch: 0 joins (or rejoins), -1 leaves, -2 a static member leaves for a while,
+        otherwise the epoch of the member's last answer.
+    instance_id: the static member's instance id (None: dynamic).
+    rack_id: the member's rack (None: unchanged).
+    rebalance_timeout_ms: -1 unchanged; required on a join.
+    subscribed_topic_names: None unchanged.
+    subscribed_topic_regex: None unchanged, "" no regular expression (librdkafka's join).
+    server_assignor: None unchanged (the group then uses the default).
+    topic_partitions: what the member owns; None unchanged (still owns what it owned).
+    client_id / client_host: from the request's header and connection.
+    """
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    topic_partitions: tuple[OwnedTopicPartitions, ...] | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+    def __post_init__(self) -> None:
+        o = "ConsumerGroupHeartbeatRequest"
+        check_str(o, "group_id", self.group_id)
+        check_str(o, "member_id", self.member_id)
+        check_int(o, "member_epoch", self.member_epoch)
+        check_str(o, "instance_id", self.instance_id, nullable=True)
+        check_str(o, "rack_id", self.rack_id, nullable=True)
+        check_int(o, "rebalance_timeout_ms", self.rebalance_timeout_ms)
+        if self.subscribed_topic_names is not None:
+            check_tuple_of(o, "subscribed_topic_names", self.subscribed_topic_names, str)
+            for topic in self.subscribed_topic_names:
+                check_str(o, "subscribed_topic_names", topic)
+        check_str(o, "subscribed_topic_regex", self.subscribed_topic_regex, nullable=True)
+        check_str(o, "server_assignor", self.server_assignor, nullable=True)
+        if self.topic_partitions is not None:
+            check_tuple_of(o, "topic_partitions", self.topic_partitions, OwnedTopicPartitions)
+        check_str(o, "client_id", self.client_id)
+        check_str(o, "client_host", self.client_host)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerGroupDescribeRequest:
+    """ConsumerGroupDescribe (KIP-848, API key 69)."""
+
+    group_ids: tuple[str, ...]
+    include_authorized_operations: bool = False
+
+    def __post_init__(self) -> None:
+        check_tuple_of("ConsumerGroupDescribeRequest", "group_ids", self.group_ids, str)
+        check_bool(
+            "ConsumerGroupDescribeRequest",
+            "include_authorized_operations",
+            self.include_authorized_operations,
+        )
+
+
 Request = (
     JoinGroupRequest
     | SyncGroupRequest
@@ -483,4 +567,6 @@ Request = (
     | ListGroupsRequest
     | DeleteGroupsRequest
     | HandoffHeartbeatRequest
+    | ConsumerGroupHeartbeatRequest
+    | ConsumerGroupDescribeRequest
 )

@@ -7,6 +7,7 @@ for old wire versions that forbid null send "" instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .requests import TopicPartition
@@ -127,7 +128,8 @@ class DescribeGroupsResponse:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ListedGroup:
-    """One group in a ListGroups answer; `group_type` is its kind's name (KIP-848's type)."""
+    """A group as ListGroups shows it; `group_type` (v5) is "classic", "consumer" or
+    "handoff"."""
 
     group_id: str
     protocol_type: str
@@ -172,6 +174,63 @@ class HandoffHeartbeatResponse:
     assignment: tuple[TopicPartition, ...] = ()
 
 
+#: A consumer-group member's partitions: topic name → partitions (sorted).
+TopicAssignment = Mapping[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerGroupHeartbeatResponse:
+    """ConsumerGroupHeartbeat's answer (KIP-848). `assignment` is None unless the request was
+    full or the member's assignment changed; the wire layer maps topic names to ids.
+    `error_message` explains an error in words (Kafka's ErrorMessage)."""
+
+    error_code: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: TopicAssignment | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerDescribedMember:
+    """One member in ConsumerGroupDescribe: its identity, epoch, subscription, current
+    `assignment` and `target_assignment` (topic name → partitions). `member_type` is 1
+    (consumer protocol; v1's MemberType)."""
+
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: TopicAssignment
+    target_assignment: TopicAssignment
+    member_type: int = 1
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerDescribedGroup:
+    """One group in ConsumerGroupDescribe; GROUP_ID_NOT_FOUND for an unknown group or one of
+    another kind (librdkafka's admin then falls back to DescribeGroups)."""
+
+    error_code: int
+    error_message: str | None = None
+    group_id: str
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[ConsumerDescribedMember, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerGroupDescribeResponse:
+    groups: tuple[ConsumerDescribedGroup, ...]
+
+
 Response = (
     JoinGroupResponse
     | SyncGroupResponse
@@ -184,4 +243,6 @@ Response = (
     | ListGroupsResponse
     | DeleteGroupsResponse
     | HandoffHeartbeatResponse
+    | ConsumerGroupHeartbeatResponse
+    | ConsumerGroupDescribeResponse
 )

@@ -68,6 +68,7 @@ from ..requests import (
     LeaveGroupRequest,
     MemberIdentity,
     OffsetCommitRequest,
+    OffsetFetchRequest,
     SyncGroupRequest,
 )
 from ..responses import (
@@ -182,6 +183,10 @@ class ClassicGroupManager:
 
     def is_empty(self, group: ClassicGroup) -> bool:
         return group.state is Empty
+
+    def validate_offset_fetch(self, group: ClassicGroup, req: OffsetFetchRequest) -> None:
+        """A classic group's fetch is not checked against its members (OffsetFetch before v9
+        carries none)."""
 
     def validate_offset_commit(
         self, group: ClassicGroup, req: OffsetCommitRequest, now: int
@@ -1354,6 +1359,7 @@ class ClassicGroupManager:
                 group_id=g.group_id,
                 protocol_type=g.protocol_type or "",
                 group_state=g.state.value,
+                group_type="classic",
             )
             for _, g in sorted(self._groups.items())
             if isinstance(g, ClassicGroup) and (not states or g.state.value.lower() in states)

@@ -61,7 +61,12 @@ from ..events import (
 )
 from ..records import RecordType
 from ..reply import Reply
-from ..requests import HandoffHeartbeatRequest, OffsetCommitRequest, TopicPartition
+from ..requests import (
+    HandoffHeartbeatRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    TopicPartition,
+)
 from ..responses import DescribedGroup, DescribedMember, HandoffHeartbeatResponse, ListedGroup
 from .group import PROTOCOL_TYPE, TP, HandoffGroup, HandoffMember, group_value, topic_partitions
 from .records import (
@@ -569,6 +574,9 @@ class HandoffGroupManager:
     def is_empty(self, group: HandoffGroup) -> bool:
         return not group.members
 
+    def validate_offset_fetch(self, group: HandoffGroup, req: OffsetFetchRequest) -> None:
+        """A handoff member fetches with any identity."""
+
     def validate_offset_commit(
         self, group: HandoffGroup, req: OffsetCommitRequest, now: int
     ) -> None:
@@ -655,7 +663,12 @@ class HandoffGroupManager:
     def listed_groups(self, states: set[str]) -> list[ListedGroup]:
         """ListGroups' entries for handoff groups (`states` lower-cased; empty = all)."""
         return [
-            ListedGroup(group_id=g.group_id, protocol_type=PROTOCOL_TYPE, group_state=g.state.value)
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type=PROTOCOL_TYPE,
+                group_state=g.state.value,
+                group_type=PROTOCOL_TYPE,
+            )
             for g in self.handoff_groups()
             if not states or g.state.value.lower() in states
         ]

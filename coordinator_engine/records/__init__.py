@@ -23,8 +23,11 @@ key v  record kind          fields
 ====== ==================== ====================================================
 0, 1   OffsetCommitKey      group: string, topic: string, partition: int32
 2      GroupMetadataKey     group: string
-3+     (not handled here)   KIP-848 consumer/share group records; decoding one raises
-                            :class:`UnknownRecordTypeError` so a loader can skip it
+3-8,16 ConsumerGroup*Key     KIP-848 consumer group records (``consumer.records``):
+                            group: string, and member_id or regular_expression
+other  (not handled here)   KIP-932 share group, KIP-1071 streams group records...;
+                            decoding one raises :class:`UnknownRecordTypeError` so a
+                            loader can skip it
 1004   HandoffGroupKey      group: string (this engine's own: handoff groups, a type no
                             Kafka version uses; Kafka's loader would skip it)
 ====== ==================== ====================================================
@@ -68,9 +71,9 @@ Layout
 ``codec`` the generic struct codec and reader, and `RecordType` (a key version, its key and
 value decoders); ``schemas`` Kafka's key/value schemas as data; ``offset_commit`` the offset
 commit records every group kind shares. A group kind's own records live in its package
-(``classic.records``: GroupMetadata; ``handoff.records``: HandoffGroup), each with its fast
-paths; the façade gathers every `RecordType` into the log's key decoder
-(``coordinator.decode_key``).
+(``classic.records``: GroupMetadata; ``handoff.records``: HandoffGroup; ``consumer.records``:
+Kafka's consumer group records 3-8 and 16), each with its fast paths; the façade gathers every
+`RecordType` into the log's key decoder (``coordinator.decode_key``).
 """
 
 from .codec import CorruptRecordError, RecordType, UnknownRecordTypeError, key_decoder

@@ -29,14 +29,18 @@ import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn, TypeVar
+from uuid import UUID as _Uuid
 
 __all__ = [
     "BYTES",
+    "INT8",
     "INT32",
     "INT64",
     "NULLABLE_STRING",
     "STRING",
+    "UUID",
     "Array",
+    "ArrayOf",
     "CorruptRecordError",
     "Fields",
     "Reader",
@@ -72,8 +76,8 @@ class CorruptRecordError(ValueError):
 
 
 class UnknownRecordTypeError(CorruptRecordError):
-    """A key whose version (record type) this engine does not know, such as the KIP-848
-    consumer-group records (key versions 3 and up). A loader may skip such records, as Kafka's
+    """A key whose version (record type) this engine does not know, such as the share or
+    streams group records (KIP-932, KIP-1071). A loader may skip such records, as Kafka's
     ``CoordinatorLoader.UnknownRecordTypeException`` is skipped."""
 
     def __init__(self, version: int, known: tuple[int, ...] = ()) -> None:
@@ -96,11 +100,14 @@ class UnknownRecordTypeError(CorruptRecordError):
 # --------------------------------------------------------------------------------------------
 # Primitive types, as schemas name them
 
+INT8: Final = "int8"
 INT32: Final = "int32"
 INT64: Final = "int64"
 STRING: Final = "string"
 NULLABLE_STRING: Final = "nullable string"
 BYTES: Final = "bytes"
+#: Kafka's ``uuid``: 16 bytes, big-endian (a `uuid.UUID` here).
+UUID: Final = "uuid"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +118,22 @@ class Array:
     element: type
 
 
+@dataclass(frozen=True, slots=True)
+class ArrayOf:
+    """An array of a primitive type (``[]int32``, ``[]string`` in Kafka's schemas), read into
+    a tuple."""
+
+    item: str
+
+
 Fields = tuple[tuple[str, Any], ...]
 
 MAX_STRING: Final = 0x7FFF
+INT8_RANGE: Final = range(-(2**7), 2**7)
 INT32_RANGE: Final = range(-(2**31), 2**31)
 INT64_RANGE: Final = range(-(2**63), 2**63)
 
+I8: Final = struct.Struct(">b")
 I16: Final = struct.Struct(">h")
 I32: Final = struct.Struct(">i")
 I64: Final = struct.Struct(">q")
@@ -143,46 +160,58 @@ def type_name(value: object) -> str:
     return type(value).__name__
 
 
+def _write_primitive(out: list[bytes], ftype: str, flexible: bool, value: Any, where: str) -> None:
+    if ftype in (INT8, INT32, INT64):
+        if not isinstance(value, int):
+            raise TypeError(f"{where} must be int, got {type_name(value)}")
+        limits = {INT8: INT8_RANGE, INT32: INT32_RANGE, INT64: INT64_RANGE}[ftype]
+        if value not in limits:
+            raise ValueError(f"{where} = {value} does not fit in an {ftype}")
+        out.append({INT8: I8, INT32: I32, INT64: I64}[ftype].pack(value))
+    elif ftype == UUID:
+        if not isinstance(value, _Uuid):
+            raise TypeError(f"{where} must be a UUID, got {type_name(value)}")
+        out.append(value.bytes)
+    elif ftype in (STRING, NULLABLE_STRING):
+        if value is None:
+            if ftype == STRING:
+                raise TypeError(f"{where} must be str, got None")
+            out.append(b"\x00" if flexible else b"\xff\xff")
+            return
+        if not isinstance(value, str):
+            raise TypeError(f"{where} must be str, got {type_name(value)}")
+        try:
+            data = value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"{where} is not encodable as UTF-8: {exc}") from None
+        if len(data) > MAX_STRING:
+            raise ValueError(
+                f"{where} is {len(data)} bytes of UTF-8; a Kafka string holds at most {MAX_STRING}"
+            )
+        out.append(uvarint(len(data) + 1) if flexible else I16.pack(len(data)))
+        out.append(data)
+    elif ftype == BYTES:
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise TypeError(f"{where} must be bytes, got {type_name(value)}")
+        data = bytes(value)
+        if len(data) > INT32_RANGE.stop - 1:
+            raise ValueError(f"{where} is {len(data)} bytes; Kafka bytes hold at most 2**31-1")
+        out.append(uvarint(len(data) + 1) if flexible else I32.pack(len(data)))
+        out.append(data)
+    else:
+        raise TypeError(f"{where}: unknown field type {ftype!r}")
+
+
 def write_struct(out: list[bytes], fields: Fields, flexible: bool, obj: Any, where: str) -> None:
     for name, ftype in fields:
         value = getattr(obj, name)
-        if ftype in (INT32, INT64):
-            if not isinstance(value, int):
-                raise TypeError(f"{where}.{name} must be int, got {type_name(value)}")
-            if value not in (INT32_RANGE if ftype == INT32 else INT64_RANGE):
-                raise ValueError(f"{where}.{name} = {value} does not fit in an {ftype}")
-            out.append((I32 if ftype == INT32 else I64).pack(value))
-        elif ftype in (STRING, NULLABLE_STRING):
-            if value is None:
-                if ftype == STRING:
-                    raise TypeError(f"{where}.{name} must be str, got None")
-                out.append(b"\x00" if flexible else b"\xff\xff")
-                continue
-            if not isinstance(value, str):
-                raise TypeError(f"{where}.{name} must be str, got {type_name(value)}")
-            try:
-                data = value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise ValueError(f"{where}.{name} is not encodable as UTF-8: {exc}") from None
-            if len(data) > MAX_STRING:
-                raise ValueError(
-                    f"{where}.{name} is {len(data)} bytes of UTF-8; a Kafka string holds at most "
-                    f"{MAX_STRING}"
-                )
-            out.append(uvarint(len(data) + 1) if flexible else I16.pack(len(data)))
-            out.append(data)
-        elif ftype == BYTES:
-            if not isinstance(value, bytes | bytearray | memoryview):
-                raise TypeError(f"{where}.{name} must be bytes, got {type_name(value)}")
-            data = bytes(value)
-            if len(data) > INT32_RANGE.stop - 1:
-                raise ValueError(
-                    f"{where}.{name} is {len(data)} bytes; Kafka bytes hold at most 2**31-1"
-                )
-            out.append(uvarint(len(data) + 1) if flexible else I32.pack(len(data)))
-            out.append(data)
-        else:
-            assert isinstance(ftype, Array)
+        if isinstance(ftype, ArrayOf):
+            if not isinstance(value, tuple | list):
+                raise TypeError(f"{where}.{name} must be a tuple, got {type_name(value)}")
+            out.append(uvarint(len(value) + 1) if flexible else I32.pack(len(value)))
+            for index, item in enumerate(value):
+                _write_primitive(out, ftype.item, flexible, item, f"{where}.{name}[{index}]")
+        elif isinstance(ftype, Array):
             if not isinstance(value, tuple | list):
                 raise TypeError(f"{where}.{name} must be a tuple, got {type_name(value)}")
             out.append(uvarint(len(value) + 1) if flexible else I32.pack(len(value)))
@@ -194,6 +223,8 @@ def write_struct(out: list[bytes], fields: Fields, flexible: bool, obj: Any, whe
                     )
                 where_element = f"{where}.{name}[{index}]"
                 write_struct(out, ftype.fields, flexible, element, where_element)
+        else:
+            _write_primitive(out, ftype, flexible, value, f"{where}.{name}")
     if flexible:
         out.append(b"\x00")  # no tagged fields
 
@@ -260,9 +291,16 @@ class Reader:
         self.pos = end
         return self.buf[start:end]
 
+    def int8(self) -> int:
+        value: int = I8.unpack(self.take(1))[0]
+        return value
+
     def int16(self) -> int:
         value: int = I16.unpack(self.take(2))[0]
         return value
+
+    def uuid(self) -> _Uuid:
+        return _Uuid(bytes=self.take(16))
 
     def int32(self) -> int:
         value: int = I32.unpack(self.take(4))[0]
@@ -323,33 +361,49 @@ class Reader:
             self.where, self.field = "", "end"
             self.fail(f"{len(self.buf) - self.pos} unexpected byte(s) after the last field")
 
+    def primitive(self, ftype: str, flexible: bool) -> Any:
+        if ftype == INT32:
+            return self.int32()
+        if ftype == INT64:
+            return self.int64()
+        if ftype == INT8:
+            return self.int8()
+        if ftype == UUID:
+            return self.uuid()
+        if ftype == STRING:
+            return self.string(flexible)
+        if ftype == NULLABLE_STRING:
+            return self.string(flexible, nullable=True)
+        if ftype == BYTES:
+            return self.take(self.length(flexible, nullable=False, wide=True))
+        raise AssertionError(f"unknown field type {ftype!r}")
+
+    def count(self, flexible: bool) -> int:
+        """An array's element count; each element takes at least one byte, so a count beyond
+        what is left is corrupt (and must not make us allocate a huge list first)."""
+        count = self.length(flexible, nullable=False, wide=True)
+        if count > len(self.buf) - self.pos:
+            self.fail(f"{count} elements cannot fit in the remaining bytes")
+        return count
+
     def struct(self, fields: Fields, flexible: bool) -> dict[str, Any]:
         where = self.where
         out: dict[str, Any] = {}
         for name, ftype in fields:
             self.field = name
-            if ftype == INT32:
-                out[name] = self.int32()
-            elif ftype == INT64:
-                out[name] = self.int64()
-            elif ftype == STRING:
-                out[name] = self.string(flexible)
-            elif ftype == NULLABLE_STRING:
-                out[name] = self.string(flexible, nullable=True)
-            elif ftype == BYTES:
-                out[name] = self.take(self.length(flexible, nullable=False, wide=True))
-            else:
-                count = self.length(flexible, nullable=False, wide=True)
-                # Each element takes at least one byte: a count beyond what is left is corrupt
-                # (and must not make us allocate a huge list before noticing).
-                if count > len(self.buf) - self.pos:
-                    self.fail(f"{count} elements cannot fit in the remaining bytes")
+            if isinstance(ftype, ArrayOf):
+                out[name] = tuple(
+                    self.primitive(ftype.item, flexible) for _ in range(self.count(flexible))
+                )
+            elif isinstance(ftype, Array):
                 elements = []
-                for index in range(count):
+                for index in range(self.count(flexible)):
                     self.where = f"{where}{name}[{index}]."
                     elements.append(self.struct(ftype.fields, flexible))
                 self.where = where
                 out[name] = elements
+            else:
+                out[name] = self.primitive(ftype, flexible)
         if flexible:
             self.tagged_fields()
         return out

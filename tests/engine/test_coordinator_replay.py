@@ -232,12 +232,12 @@ def test_corrupt_group_metadata_value_raises_a_replay_error_naming_its_kind() ->
 
 
 def test_records_of_unknown_types_are_skipped() -> None:
-    """Kafka's loader skips an `UnknownKey` (e.g. KIP-848 consumer group records) with a
-    warning; so does the engine."""
+    """Kafka's loader skips an `UnknownKey` (e.g. KIP-932 share group records, key version
+    11) with a warning; so does the engine."""
     ctx = Context()
     ctx.stable_group_of_one()
-    consumer_group_record = (b"\x00\x03\x00\x07groupId", b"\x00\x00anything")
-    log = MemoryLog([consumer_group_record, *ctx.log.entries])
+    share_group_record = (b"\x00\x0b\x00\x07groupId", b"\x00\x00anything")
+    log = MemoryLog([share_group_record, *ctx.log.entries])
     assert GroupCoordinator(TEST_CONFIG, log).group(GROUP) == ctx.group()
 
 

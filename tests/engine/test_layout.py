@@ -1,5 +1,5 @@
 """The engine is laid out by group kind, as Kafka's group-coordinator module is: one package per
-kind (``classic/``, ``handoff/``), the shared modules beside them, and the façade
+kind (``classic/``, ``handoff/``, ``consumer/``), the shared modules beside them, and the façade
 (``coordinator.py``, with the package's ``__init__``) the only one to import the kinds. Its
 imports flow one way:
 
@@ -17,7 +17,11 @@ from tests.imports import ROOT, imported_modules, module_name
 
 ENGINE = ROOT / "coordinator_engine"
 #: The group kinds' packages.
-KINDS = ("coordinator_engine.classic", "coordinator_engine.handoff")
+KINDS = (
+    "coordinator_engine.classic",
+    "coordinator_engine.handoff",
+    "coordinator_engine.consumer",
+)
 #: The modules that may import a kind: the façade and the package's root.
 FACADE = ("coordinator_engine", "coordinator_engine.coordinator")
 
@@ -39,6 +43,8 @@ def test_the_import_check_sees_the_engine_as_it_is() -> None:
     assert "coordinator_engine.context" in IMPORTS["coordinator_engine.classic.manager"]
     assert "coordinator_engine.handoff.state" in IMPORTS["coordinator_engine.handoff.manager"]
     assert "coordinator_engine.records.codec" in IMPORTS["coordinator_engine.handoff.records"]
+    assert "coordinator_engine.consumer" in IMPORTS["coordinator_engine.coordinator"]
+    assert "coordinator_engine.server_assignors" in IMPORTS["coordinator_engine.consumer.target"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -104,6 +110,9 @@ def test_the_check_finds_a_cycle_and_a_cross_kind_import() -> None:
         IMPORTS["coordinator_engine.handoff.manager"].add("coordinator_engine.classic.group")
         with pytest.raises(AssertionError):
             test_a_kind_never_imports_another_kind("coordinator_engine.handoff")
+        IMPORTS["coordinator_engine.consumer.manager"].add("coordinator_engine.classic.group")
+        with pytest.raises(AssertionError):
+            test_a_kind_never_imports_another_kind("coordinator_engine.consumer")
         IMPORTS["coordinator_engine.offsets"].add("coordinator_engine.handoff")
         with pytest.raises(AssertionError):
             test_only_the_facade_imports_a_kind()

@@ -15,7 +15,13 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from coordinator_engine import GroupView, HandoffGroupView, MemberView, TopicPartition
+from coordinator_engine import (
+    ConsumerGroupView,
+    GroupView,
+    HandoffGroupView,
+    MemberView,
+    TopicPartition,
+)
 from coordinator_engine.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerProtocolError,
@@ -104,9 +110,21 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def group_summary(view: GroupView | HandoffGroupView) -> dict[str, Any]:
-    """A group in a line: ``kind`` is ``classic`` (Kafka's protocol) or ``handoff`` (seed 004's
-    mode, whose ``generation_id`` is its plan's epoch and which has no leader)."""
+def group_summary(view: GroupView | HandoffGroupView | ConsumerGroupView) -> dict[str, Any]:
+    """A group in a line: ``kind`` is ``classic`` (Kafka's protocol), ``handoff`` (seed 004's
+    mode, whose ``generation_id`` is its plan's epoch and which has no leader) or ``consumer``
+    (KIP-848, whose ``generation_id`` is its group epoch and which has no leader)."""
+    if isinstance(view, ConsumerGroupView):
+        return {
+            "group_id": view.group_id,
+            "kind": "consumer",
+            "state": view.state.value,
+            "generation_id": view.group_epoch,
+            "protocol_type": view.protocol_type,
+            "protocol": None,
+            "leader": None,
+            "member_count": len(view.members),
+        }
     if isinstance(view, HandoffGroupView):
         return {
             "group_id": view.group_id,
@@ -236,8 +254,36 @@ def total_lag(
     )
 
 
+def _consumer_members(
+    view: ConsumerGroupView, connection_of: Callable[[str], str | None]
+) -> list[dict[str, Any]]:
+    """A consumer group's members (docs/engine.md, "Consumer groups"): epochs, reconciliation
+    state, subscription, and assigned, pending revocation and target partitions."""
+
+    def pairs(partitions: Mapping[str, tuple[int, ...]]) -> list[list[Any]]:
+        return [[t, p] for t, parts in partitions.items() for p in parts]
+
+    return [
+        {
+            "member_id": m.member_id,
+            "group_instance_id": m.instance_id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "connection": connection_of(m.member_id),
+            "member_epoch": m.member_epoch,
+            "member_state": m.state.name,
+            "subscription": list(m.subscribed_topic_names),
+            "subscribed_topic_regex": m.subscribed_topic_regex,
+            "assignment": pairs(m.assigned),
+            "pending_revocation": pairs(m.pending_revocation),
+            "target": pairs(m.target),
+        }
+        for m in view.members.values()
+    ]
+
+
 def group_detail_json(
-    view: GroupView | HandoffGroupView,
+    view: GroupView | HandoffGroupView | ConsumerGroupView,
     offsets: Mapping[tuple[str, int], OffsetCommitValue],
     topics: TopicRegistry,
     now_ms: int,
@@ -251,6 +297,14 @@ def group_detail_json(
     registry (None for an unknown topic). A handoff group also shows the outage
     ``switches`` (``CoordinatorRuntime.handoff_switches``; both up when not given)."""
     rows, total_lag = offsets_json(offsets, topics, now_ms)
+    if isinstance(view, ConsumerGroupView):
+        return {
+            **group_summary(view),
+            "members": _consumer_members(view, connection_of),
+            "pending_member_ids": [],
+            "offsets": rows,
+            "total_lag": total_lag,
+        }
     if isinstance(view, HandoffGroupView):
         return {
             **group_summary(view),

@@ -76,6 +76,7 @@ from channels.layers import get_channel_layer
 
 from coordinator_engine import (
     CleanupResult,
+    ConsumerGroupView,
     CoordinatorConfig,
     Errors,
     GroupCoordinator,
@@ -714,7 +715,7 @@ class CoordinatorRuntime:
 
     # ---------------------------------------------------------------- reading state
 
-    def group(self, group_id: str) -> GroupView | HandoffGroupView | None:
+    def group(self, group_id: str) -> GroupView | HandoffGroupView | ConsumerGroupView | None:
         return self.coordinator.group(group_id)
 
     def group_ids(self) -> list[str]:

@@ -16,6 +16,7 @@ from coordinator_engine import (
     DeleteGroupsRequest,
     Errors,
     GroupState,
+    GroupView,
     LeaveGroupRequest,
     MemberIdentity,
     OffsetCommitRequest,
@@ -299,7 +300,7 @@ class GroupRun:
 
     def settled(self) -> bool:
         view = self.run.coordinator.group(self.spec.group_id)
-        assert not isinstance(view, HandoffGroupView), "a classic group's run"
+        assert view is None or isinstance(view, GroupView), "a classic group's run"
         members = self.members
         if not members:
             return view is None or (
