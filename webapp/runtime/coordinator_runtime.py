@@ -66,6 +66,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -675,10 +676,10 @@ class CoordinatorRuntime:
             "trigger_rebalance", lambda engine, now: engine.trigger_rebalance(group_id, now)
         )
 
-    def _set_topic_partitions(self, name: str, count: int) -> None:
+    def _set_topic_partitions(self, name: str, count: int, topic_id: uuid.UUID | None) -> None:
         self._call_engine(
             "set_topic_partitions",
-            lambda engine, now: engine.set_topic_partitions(name, count, now),
+            lambda engine, now: engine.set_topic_partitions(name, count, now, topic_id=topic_id),
         )
 
     @property

@@ -28,19 +28,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeGuard, cast
 
-from coordinator_engine import HandoffHeartbeatRequest, JoinGroupRequest
+from coordinator_engine import (
+    ConsumerGroupHeartbeatRequest,
+    HandoffHeartbeatRequest,
+    JoinGroupRequest,
+)
 
 __all__ = ["Presence", "heartbeats", "joins"]
 
 MemberKey = tuple[str, str]
 
 
-def joins(request: object) -> TypeGuard[JoinGroupRequest | HandoffHeartbeatRequest]:
-    """Whether ``request`` makes its sender a member (a JoinGroup, a handoff group's heartbeat
-    with epoch 0): the transport it came by is remembered for the member."""
+def joins(
+    request: object,
+) -> TypeGuard[JoinGroupRequest | HandoffHeartbeatRequest | ConsumerGroupHeartbeatRequest]:
+    """Whether ``request`` makes its sender a member (a JoinGroup, a handoff or consumer
+    group's heartbeat with epoch 0): the transport it came by is remembered for the member."""
     kind = type(request)
-    if kind is HandoffHeartbeatRequest:
-        return cast(HandoffHeartbeatRequest, request).member_epoch == 0
+    if kind is HandoffHeartbeatRequest or kind is ConsumerGroupHeartbeatRequest:
+        heartbeat = cast(HandoffHeartbeatRequest | ConsumerGroupHeartbeatRequest, request)
+        return heartbeat.member_epoch == 0
     return kind is JoinGroupRequest
 
 

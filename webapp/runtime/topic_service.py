@@ -10,6 +10,7 @@ they subscribe to: a change in a topic's partition count is told to the engine
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
@@ -43,8 +44,8 @@ def _delete_topic(name: str) -> None:
 
 class TopicService:
     """Topic changes for one runtime. ``check_serving()`` raises RuntimeNotReady when the
-    runtime does not serve; ``now()`` is its clock; ``set_partitions(topic, count)`` tells the
-    engine a topic's partition count (0: deleted)."""
+    runtime does not serve; ``now()`` is its clock; ``set_partitions(topic, count, topic_id)``
+    tells the engine a topic's partition count (0: deleted) and its id (None: deleted)."""
 
     def __init__(
         self,
@@ -52,7 +53,7 @@ class TopicService:
         *,
         check_serving: Callable[[], None],
         now: Callable[[], int],
-        set_partitions: Callable[[str, int], None],
+        set_partitions: Callable[[str, int, uuid.UUID | None], None],
     ) -> None:
         self.registry = registry
         self._check_serving = check_serving
@@ -125,8 +126,11 @@ class TopicService:
         return spec
 
     def report_partitions(self, *names: str) -> None:
-        """Tell the engine the partition counts of these topics (all when none are named; 0
-        for a deleted one)."""
+        """Tell the engine the partition counts and ids of these topics (all when none are
+        named; 0 for a deleted one)."""
         for name in names or [spec.name for spec in self.registry.all()]:
             spec = self.registry.get(name)
-            self._set_partitions(name, 0 if spec is None else spec.partitions)
+            if spec is None:
+                self._set_partitions(name, 0, None)
+            else:
+                self._set_partitions(name, spec.partitions, spec.topic_id)

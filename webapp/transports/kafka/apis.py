@@ -38,6 +38,8 @@ from kio.schema.errors import ErrorCode
 
 from coordinator_engine import (
     Assignment,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     HeartbeatRequest,
@@ -48,12 +50,15 @@ from coordinator_engine import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    OwnedTopicPartitions,
     PartitionOffset,
     Protocol,
     SyncGroupRequest,
     TopicPartition,
 )
+from coordinator_engine.client import new_member_id
 from coordinator_engine.cluster import FindCoordinatorRequest, MetadataRequest
+from coordinator_engine.responses import TopicAssignment
 from webapp.runtime.api import RuntimeAPI
 from webapp.runtime.cluster import NODE_ID
 from webapp.runtime.topics import TopicRegistry, TopicSpec
@@ -80,6 +85,8 @@ DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
+CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_DESCRIBE = 69
 
 #: ListOffsets' timestamps that ask for the first and the next offset.
 EARLIEST_TIMESTAMP = -2
@@ -111,6 +118,9 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     LIST_GROUPS: (0, 5),
     DELETE_GROUPS: (0, 2),
     OFFSET_DELETE: (0, 0),
+    # KIP-848's consumer protocol; librdkafka 2.16 joins only when v1 is advertised.
+    CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 
 #: APIs whose answer may wait (a JoinGroup parked until the rebalance completes, a SyncGroup
@@ -126,7 +136,7 @@ SUSPENDS = MAY_WAIT | {PRODUCE}
 
 #: APIs whose answers come back the same again and again (a Heartbeat's, an OffsetCommit's of
 #: the same partitions), so the codec remembers their encoding.
-REPEATED_ANSWERS = frozenset({HEARTBEAT, OFFSET_COMMIT})
+REPEATED_ANSWERS = frozenset({HEARTBEAT, OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT})
 
 CLUSTER_ID = "rebalance-lab"
 #: How often a waiting Fetch looks again for records (a simulated log grows with time).
@@ -907,6 +917,152 @@ async def _append(
     return ErrorCode.none, base, None
 
 
+# -- consumer groups (KIP-848) ----------------------------------------------------------------
+
+
+async def _consumer_group_heartbeat(context: Context, request: Request) -> Any:
+    """KIP-848's ConsumerGroupHeartbeat: a join (epoch 0), a heartbeat, a leave (-1, or -2 for a
+    static member). The wire names topics by id, the engine by name: owned partitions of an
+    id the registry does not know (a deleted topic) are left out, as nothing of such a topic
+    can be assigned; the assignment's topics go out with their ids. v0 lets the coordinator
+    draw the id of a member joining without one, as Kafka's does (v1 members draw their own,
+    KIP-1082). Never parked: the engine answers at once."""
+    body = request.body
+    registry = context.runtime.topics
+    member_id = body.member_id
+    if request.api_version == 0 and not member_id and body.member_epoch == 0:
+        member_id = new_member_id()
+    owned: tuple[OwnedTopicPartitions, ...] | None = None
+    if body.topic_partitions is not None:
+        named = (
+            (registry.get_by_id(t.topic_id) if t.topic_id is not None else None, t.partitions)
+            for t in body.topic_partitions
+        )
+        owned = tuple(
+            OwnedTopicPartitions(topic=spec.name, partitions=tuple(partitions))
+            for spec, partitions in named
+            if spec is not None
+        )
+    names = body.subscribed_topic_names
+    answer = await context.runtime.submit(
+        ConsumerGroupHeartbeatRequest(
+            group_id=body.group_id,
+            member_id=member_id,
+            member_epoch=body.member_epoch,
+            instance_id=body.instance_id,
+            rack_id=body.rack_id,
+            rebalance_timeout_ms=_ms(body.rebalance_timeout),
+            subscribed_topic_names=None if names is None else tuple(names),
+            subscribed_topic_regex=getattr(body, "subscribed_topic_regex", None),
+            server_assignor=body.server_assignor,
+            topic_partitions=owned,
+            client_id=request.client_id or "",
+            client_host=context.client_host,
+        ),
+        via="kafka",
+    )
+    schema = _response_schema(request)
+    assignment = None
+    if answer.assignment is not None:
+        assignment_type = _item_type(schema, "assignment")
+        assignment = _make(
+            assignment_type,
+            topic_partitions=_topic_partitions(
+                registry, _item_type(assignment_type, "topic_partitions"), answer.assignment
+            ),
+        )
+    return _make(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        error_code=ErrorCode(answer.error_code),
+        error_message=answer.error_message,
+        member_id=answer.member_id,
+        member_epoch=answer.member_epoch,
+        heartbeat_interval=datetime.timedelta(milliseconds=answer.heartbeat_interval_ms),
+        assignment=assignment,
+    )
+
+
+def _topic_partitions(
+    registry: TopicRegistry, item_type: type, assignment: TopicAssignment
+) -> tuple[Any, ...]:
+    """An assignment by topic name as the wire's topic-id lists (ConsumerGroupDescribe's carry
+    the name too), in name order; a topic the registry no longer has is left out."""
+    items = []
+    for name in sorted(assignment):
+        topic_id = _topic_id(registry, name)
+        if topic_id is not None:
+            items.append(
+                _make(
+                    item_type,
+                    topic_id=topic_id,
+                    topic_name=name,
+                    partitions=tuple(sorted(assignment[name])),
+                )
+            )
+    return tuple(items)
+
+
+async def _consumer_group_describe(context: Context, request: Request) -> Any:
+    """KIP-848's ConsumerGroupDescribe: GROUP_ID_NOT_FOUND for a group that is not a consumer
+    group (librdkafka's admin client then asks DescribeGroups, as it does of Kafka)."""
+    body = request.body
+    answer = await context.runtime.submit(
+        ConsumerGroupDescribeRequest(
+            group_ids=tuple(body.group_ids),
+            include_authorized_operations=body.include_authorized_operations,
+        )
+    )
+    registry = context.runtime.topics
+    schema = _response_schema(request)
+    group_type = _item_type(schema, "groups")
+    member_type = _item_type(group_type, "members")
+    assignment_type = _item_type(member_type, "assignment")
+    partitions_type = _item_type(assignment_type, "topic_partitions")
+
+    def assignment(topics: TopicAssignment) -> Any:
+        return _make(
+            assignment_type,
+            topic_partitions=_topic_partitions(registry, partitions_type, topics),
+        )
+
+    return _make(
+        schema,
+        throttle_time=_NO_THROTTLE,
+        groups=tuple(
+            _make(
+                group_type,
+                error_code=ErrorCode(g.error_code),
+                error_message=g.error_message,
+                group_id=g.group_id,
+                group_state=g.group_state,
+                group_epoch=g.group_epoch,
+                assignment_epoch=g.assignment_epoch,
+                assignor_name=g.assignor_name,
+                members=tuple(
+                    _make(
+                        member_type,
+                        member_id=m.member_id,
+                        instance_id=m.instance_id,
+                        rack_id=m.rack_id,
+                        member_epoch=m.member_epoch,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        subscribed_topic_names=m.subscribed_topic_names,
+                        subscribed_topic_regex=m.subscribed_topic_regex,
+                        assignment=assignment(m.assignment),
+                        target_assignment=assignment(m.target_assignment),
+                        member_type=m.member_type,
+                    )
+                    for m in g.members
+                ),
+                authorized_operations=_NO_OPERATIONS,
+            )
+            for g in answer.groups
+        ),
+    )
+
+
 HANDLERS: dict[int, Handler] = {
     API_VERSIONS: _api_versions,
     METADATA: _metadata,
@@ -924,6 +1080,8 @@ HANDLERS: dict[int, Handler] = {
     LIST_GROUPS: _list_groups,
     DELETE_GROUPS: _delete_groups,
     OFFSET_DELETE: _offset_delete,
+    CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
+    CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
 }
 
 
