@@ -6,7 +6,6 @@ events and the docs' transition table."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from coordinator_engine import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     Errors,
-    GroupCoordinator,
     GroupView,
     HandoffHeartbeatRequest,
     JoinGroupRequest,
@@ -418,16 +416,6 @@ def test_transition_table_in_docs_is_the_one_in_state_py() -> None:
     documented = {(a, b): cause for a, b, cause in rows}
     actual = {(a.value, b.value): cause for (a, b), cause in TRANSITIONS.items()}
     assert documented == actual
-
-
-def test_a_heartbeat_is_never_parked() -> None:
-    ctx = ConsumerContext({"foo": 2})
-    log = MemoryLog()
-    coord = GroupCoordinator(ctx.config, log, 0)
-    assert coord.next_deadline_ms() is None
-    assert re.match(r"consumer", "consumer")
-    response = ctx.join("m1")
-    assert response.error_code == Errors.NONE
 
 
 @pytest.mark.parametrize("regex", ["(^a.*)|(b)", "a[0-9]+", "(?i)topic"])
