@@ -315,8 +315,8 @@ class GroupCoordinator:
         if topic_id is not None and not isinstance(topic_id, uuid.UUID):
             raise TypeError(f"topic_id must be a uuid.UUID or None, got {topic_id!r}")
         self._fire_due(now_ms)
-        self._handoff.set_partition_count(topic, num_partitions, now_ms)
         if self._ctx.topics.update(topic, num_partitions, topic_id):
+            self._handoff.on_topic_changed(topic, now_ms)
             self._consumer.on_topics_changed({topic}, now_ms)
         self._ctx.drain()
 

@@ -674,6 +674,8 @@ class ClassicGroupManager:
                 <= cfg.group_max_session_timeout_ms
             ):
                 raise InvalidSessionTimeoutError(str(req.session_timeout_ms))
+            if not self._take_over_empty_consumer_group(req.group_id, now):
+                return _join_error(req.member_id, Errors.COORDINATOR_NOT_AVAILABLE)
             group = self._classic_group(req.group_id)
         except CoordinatorError as exc:
             return _join_error(req.member_id, error_code_of(exc))
@@ -707,6 +709,21 @@ class ClassicGroupManager:
         if group.state is PreparingRebalance:
             self._try_complete_join(group, now)
         return reply
+
+    def _take_over_empty_consumer_group(self, group_id: str, now: int) -> bool:
+        """Kafka's `maybeDeleteEmptyConsumerGroup` on JoinGroup: an empty KIP-848 consumer
+        group's id is taken over by the joining classic member (its records tombstoned, its
+        offsets kept). False when the log refused the tombstones (nothing changed). A consumer
+        group with members, or a group of any other kind, is left to `_classic_group`."""
+        group = self._groups.get(group_id)
+        kinds = self._ctx.kinds
+        if group is None or group.kind != "consumer" or kinds is None or not kinds.is_empty(group):
+            return True
+        tombstones = kinds.group_tombstones(group)
+        if tombstones and not self._ctx.append(tombstones):
+            return False
+        kinds.remove_group(group, now, "converted", tombstoned=bool(tombstones))
+        return True
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         """Kafka's `acceptJoiningMember`: members already awaiting, and new ones up to

@@ -203,8 +203,8 @@ class HandoffGroupManager:
         self.config = ctx.config
         self._groups = ctx.groups
         self._timers = ctx.timers
-        #: The partition store's answer: topic → partition count (host facts, not records).
-        self.partition_counts: dict[str, int] = {}
+        #: The partition store's answers (host facts, not records), shared by every kind.
+        self._topics = ctx.topics
         self.partition_store_available = True
         self.discovery_available = True
 
@@ -232,11 +232,9 @@ class HandoffGroupManager:
             member = group.members[member_id]
             self._timers.schedule(key, now + member.session_timeout_ms)
 
-    def set_partition_count(self, topic: str, num_partitions: int, now: int) -> None:
-        """The partition store reports a topic's partition count; groups subscribing re-plan."""
-        if self.partition_counts.get(topic) == num_partitions:
-            return
-        self.partition_counts[topic] = num_partitions
+    def on_topic_changed(self, topic: str, now: int) -> None:
+        """The partition store reported a new partition count of `topic` (the context's topic
+        image holds it); the groups subscribing re-plan."""
         for group in self.handoff_groups():
             if topic in group.subscribed_topics():
                 self._change(
@@ -456,9 +454,9 @@ class HandoffGroupManager:
         """Plan if allowed and needed, grant what may start, and derive the state."""
         members = draft.members
         topics = {t for m in members.values() for t in m.topics}
-        counts = self.partition_counts
-        if self._planning_allowed_globally() and all(t in counts for t in topics):
-            target = plan(members, counts)
+        image = self._topics
+        if self._planning_allowed_globally() and all(image.reported(t) for t in topics):
+            target = plan(members, {t: image.partitions(t) for t in topics})
             first = draft.state is Initial and bool(members)
             if first or any(target[k] != m.assignment for k, m in members.items()):
                 draft.epoch += 1

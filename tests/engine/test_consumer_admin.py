@@ -6,7 +6,6 @@ events and the docs' transition table."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from coordinator_engine import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     Errors,
-    GroupCoordinator,
+    GroupView,
     HandoffHeartbeatRequest,
     JoinGroupRequest,
     ListGroupsRequest,
@@ -419,16 +418,6 @@ def test_transition_table_in_docs_is_the_one_in_state_py() -> None:
     assert documented == actual
 
 
-def test_a_heartbeat_is_never_parked() -> None:
-    ctx = ConsumerContext({"foo": 2})
-    log = MemoryLog()
-    coord = GroupCoordinator(ctx.config, log, 0)
-    assert coord.next_deadline_ms() is None
-    assert re.match(r"consumer", "consumer")
-    response = ctx.join("m1")
-    assert response.error_code == Errors.NONE
-
-
 @pytest.mark.parametrize("regex", ["(^a.*)|(b)", "a[0-9]+", "(?i)topic"])
 def test_regexes_librdkafka_sends_are_accepted(regex: str) -> None:
     ctx = ConsumerContext({"a1": 1, "b": 1, "ab": 1})
@@ -480,3 +469,38 @@ def test_a_stored_regex_python_cannot_compile_keeps_its_topics() -> None:
     ctx.set_topic("123", 1)
     ctx.set_topic("456", 1)
     assert ctx.coord.group(GROUP) is not None
+
+
+def test_a_classic_join_takes_over_an_empty_consumer_group_keeping_its_offsets() -> None:
+    """Kafka's classicGroupJoinToClassicGroup: an empty consumer group is tombstoned (Kafka's
+    order) and a classic group made in its place; offsets stay."""
+    ctx = ConsumerContext({"foo": 2})
+    ctx.join("m1")
+    commit(ctx, "m1", 1)
+    ctx.heartbeat(member_id="m1", member_epoch=-1)
+    mark = ctx.mark()
+    reply = ctx.coord.handle(
+        JoinGroupRequest(
+            group_id=GROUP,
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            protocol_type="consumer",
+            protocols=(Protocol(name="range", metadata=b""),),
+        ),
+        ctx.now,
+    )
+    assert reply.response is not None
+    assert reply.response.error_code == Errors.MEMBER_ID_REQUIRED
+    kinds = [type(k).__name__ for k, v in ctx.records_since(mark) if v is None]
+    assert kinds == [
+        "ConsumerGroupTargetAssignmentMetadataKey",
+        "ConsumerGroupPartitionMetadataKey",
+        "ConsumerGroupMetadataKey",
+    ]
+    assert isinstance(ctx.coord.group(GROUP), GroupView)
+    assert ctx.coord.committed_offsets(GROUP)[("foo", 0)].offset == 42
+    assert ctx.events_of(GroupRemoved)[-1].reason == "converted"
+    # Membership during a classic join is soft state: the log holds the offsets alone.
+    replayed = ctx.replayed()
+    assert isinstance(replayed.group(GROUP), GroupView)
+    assert replayed.committed_offsets(GROUP)[("foo", 0)].offset == 42
