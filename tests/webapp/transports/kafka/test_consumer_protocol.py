@@ -5,6 +5,7 @@ OffsetCommit v9 carrying the member epoch; the admin client describes and lists 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
@@ -36,6 +37,10 @@ FAST = dataclasses.replace(
 )
 
 
+#: The consumers a test opened, closed after it if it did not (a failed test, say).
+OPENED: list[Consumer] = []
+
+
 @pytest_asyncio.fixture
 async def kafka(
     transactional_db: None, make_runtime: Callable[..., CoordinatorRuntime], tmp_path: Path
@@ -48,7 +53,15 @@ async def kafka(
         try:
             yield listener
         finally:
+            while OPENED:
+                with contextlib.suppress(RuntimeError):  # closed by the test already
+                    await asyncio.to_thread(OPENED.pop().close)
             await listener.stop()
+
+
+def opened(consumer: Consumer) -> Consumer:
+    OPENED.append(consumer)
+    return consumer
 
 
 class Tracking:
@@ -75,17 +88,19 @@ class Tracking:
 def member(
     listener: KafkaListener, group: str, name: str, topics: list[str], **extra: Any
 ) -> tuple[Consumer, Tracking]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap(listener),
-            "group.id": group,
-            "group.protocol": "consumer",
-            "client.id": name,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "topic.metadata.refresh.interval.ms": 1000,
-            **extra,
-        }
+    consumer = opened(
+        Consumer(
+            {
+                "bootstrap.servers": bootstrap(listener),
+                "group.id": group,
+                "group.protocol": "consumer",
+                "client.id": name,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "topic.metadata.refresh.interval.ms": 1000,
+                **extra,
+            }
+        )
     )
     tracking = Tracking()
     consumer.subscribe(
@@ -247,14 +262,16 @@ async def test_the_admin_client_describes_and_lists_consumer_groups_beside_class
 
     await kafka.runtime.create_topic(TOPIC, 4)
     modern, _ = member(kafka, "modern", "modern-1", [TOPIC])
-    classic = Consumer(
-        {
-            "bootstrap.servers": bootstrap(kafka),
-            "group.id": "classic",
-            "client.id": "classic-1",
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 500,
-        }
+    classic = opened(
+        Consumer(
+            {
+                "bootstrap.servers": bootstrap(kafka),
+                "group.id": "classic",
+                "client.id": "classic-1",
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+            }
+        )
     )
     classic.subscribe([TOPIC])
     await asyncio.to_thread(assignment_within, [modern], partitions(TOPIC, 4))
@@ -285,7 +302,7 @@ async def test_the_admin_client_describes_and_lists_consumer_groups_beside_class
         "modern": ConsumerGroupType.CONSUMER,
         "classic": ConsumerGroupType.CLASSIC,
     }
-    consumer_only = await asyncio.to_thread(listed, types=[ConsumerGroupType.CONSUMER])
+    consumer_only = await asyncio.to_thread(listed, types={ConsumerGroupType.CONSUMER})
     assert consumer_only == {"modern": ConsumerGroupType.CONSUMER}
     await asyncio.to_thread(modern.close)
     await asyncio.to_thread(classic.close)
