@@ -30,6 +30,7 @@ class Errors(enum.IntEnum):
     REBALANCE_IN_PROGRESS = 27
     INVALID_COMMIT_OFFSET_SIZE = 28
     GROUP_AUTHORIZATION_FAILED = 30
+    UNSUPPORTED_VERSION = 35
     INVALID_REQUEST = 42
     NON_EMPTY_GROUP = 68
     GROUP_ID_NOT_FOUND = 69
@@ -110,6 +111,10 @@ class NonEmptyGroupError(CoordinatorError):
 
 class InvalidRequestError(CoordinatorError):
     error_code = Errors.INVALID_REQUEST
+
+
+class UnsupportedVersionError(CoordinatorError):
+    error_code = Errors.UNSUPPORTED_VERSION
 
 
 class FencedMemberEpochError(CoordinatorError):

@@ -341,13 +341,17 @@ class PartitionOffset:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class OffsetCommitRequest:
-    """OffsetCommit. A simple consumer (no group management) sends generation −1 and no member."""
+    """OffsetCommit. A simple consumer (no group management) sends generation −1 and no member.
+    `generation_id` is a consumer group member's epoch (OffsetCommit v9, KIP-848).
+    `api_version`: the OffsetCommit version it came by over Kafka's wire (None: another
+    transport); a consumer group's member must commit with 9 or later, as Kafka requires."""
 
     group_id: str
     generation_id: int = -1
     member_id: str = ""
     group_instance_id: str | None = None
     offsets: tuple[PartitionOffset, ...]
+    api_version: int | None = None
 
     def __post_init__(self) -> None:
         # Fast path: fields that plainly pass every check below.
@@ -357,6 +361,7 @@ class OffsetCommitRequest:
         if (
             _plain_member(self.group_id, self.member_id, generation_id, instance_id)
             and type(offsets) is tuple
+            and (self.api_version is None or type(self.api_version) is int)
         ):
             for item in offsets:
                 if type(item) is not PartitionOffset:
@@ -369,6 +374,8 @@ class OffsetCommitRequest:
         check_str(o, "member_id", self.member_id)
         check_str(o, "group_instance_id", self.group_instance_id, nullable=True)
         check_tuple_of(o, "offsets", self.offsets, PartitionOffset)
+        if self.api_version is not None:
+            check_int(o, "api_version", self.api_version, 0, 32767)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -61,6 +61,7 @@ from ..errors import (
     UnknownServerError,
     UnreleasedInstanceIdError,
     UnsupportedAssignorError,
+    UnsupportedVersionError,
     error_code_of,
 )
 from ..events import (
@@ -1035,13 +1036,19 @@ class ConsumerGroupManager:
         self, group: ConsumerGroup, req: OffsetCommitRequest, now: int
     ) -> None:
         """Kafka's `ConsumerGroup.validateOffsetCommit`: without a member epoch (-1) only into
-        a group without members; a member commits in its current epoch (STALE_MEMBER_EPOCH
+        a group without members; a member commits with OffsetCommit v9 or later over Kafka's
+        wire (UNSUPPORTED_VERSION otherwise), in its current epoch (STALE_MEMBER_EPOCH
         otherwise). The generation field of OffsetCommit v9 carries the member epoch."""
         if req.generation_id < 0 and not group.members:
             return
         member = group.members.get(req.member_id)
         if member is None:
             raise UnknownMemberIdError(f"Member {req.member_id} is not a member of the group.")
+        if req.api_version is not None and req.api_version < 9:
+            raise UnsupportedVersionError(
+                "OffsetCommit version 9 or above must be used by members using the consumer "
+                f"group protocol (this one is version {req.api_version})."
+            )
         if req.generation_id != member.current.member_epoch:
             raise StaleMemberEpochError(
                 f"The member epoch {req.generation_id} is stale; the current epoch is "

@@ -12,6 +12,7 @@ import pytest
 
 from coordinator_engine import (
     ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     ConsumerGroupState,
     CoordinatorConfig,
     DeleteGroupsRequest,
@@ -47,13 +48,20 @@ from .harness import FlakyLog
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def commit(ctx: ConsumerContext, member_id: str, epoch: int, group_id: str = GROUP) -> int:
+def commit(
+    ctx: ConsumerContext,
+    member_id: str,
+    epoch: int,
+    group_id: str = GROUP,
+    api_version: int | None = None,
+) -> int:
     reply = ctx.coord.handle(
         OffsetCommitRequest(
             group_id=group_id,
             generation_id=epoch,
             member_id=member_id,
             offsets=(PartitionOffset(topic="foo", partition=0, offset=42),),
+            api_version=api_version,
         ),
         ctx.now,
     )
@@ -88,6 +96,18 @@ def test_a_member_commits_and_fetches_in_its_epoch() -> None:
     assert commit(ctx, "m1", 0) == Errors.STALE_MEMBER_EPOCH
     assert commit(ctx, "m1", 2) == Errors.STALE_MEMBER_EPOCH
     assert fetch(ctx, "m1", 7)[0] == Errors.STALE_MEMBER_EPOCH
+
+
+def test_a_member_commits_with_offset_commit_v9_or_later_as_kafka_requires() -> None:
+    ctx = ConsumerContext({"foo": 2})
+    ctx.join("m1")
+    assert commit(ctx, "m1", 1, api_version=9) == Errors.NONE
+    assert commit(ctx, "m1", 1, api_version=8) == Errors.UNSUPPORTED_VERSION
+    # A commit without a member into a group without members is no member's: any version.
+    ctx.coord.handle(
+        ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id="m1", member_epoch=-1), ctx.now
+    )
+    assert commit(ctx, "", -1, api_version=2) == Errors.NONE
     assert commit(ctx, "ghost", 1) == Errors.UNKNOWN_MEMBER_ID
     assert fetch(ctx, "ghost", 1)[0] == Errors.UNKNOWN_MEMBER_ID
 

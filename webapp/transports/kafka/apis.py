@@ -523,6 +523,7 @@ async def _offset_commit(context: Context, request: Request) -> Any:
                 for topic in body.topics
                 for p in topic.partitions
             ),
+            api_version=request.api_version,
         )
     )
     return _offset_commit_answer(_response_schema(request), answer.partitions)

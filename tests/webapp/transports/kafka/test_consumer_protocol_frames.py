@@ -14,7 +14,7 @@ import pytest
 
 from webapp.transports.kafka.listener import KafkaListener
 
-from .test_new_versions import ask, made, request_class, truncated
+from .test_new_versions import ask, made, offset_commit_v9, request_class, truncated
 from .test_wire import answers_api_versions, exchange, frame, read_response, request_frame
 
 pytestmark = pytest.mark.asyncio
@@ -22,10 +22,12 @@ pytestmark = pytest.mark.asyncio
 HEARTBEAT = 68
 DESCRIBE = 69
 UNKNOWN_MEMBER_ID = 25
+UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
 GROUP_ID_NOT_FOUND = 69
 FENCED_MEMBER_EPOCH = 110
 UNSUPPORTED_ASSIGNOR = 112
+STALE_MEMBER_EPOCH = 113
 INVALID_REGULAR_EXPRESSION = 128
 
 
@@ -228,3 +230,46 @@ async def test_a_malformed_heartbeat_or_describe_closes_only_its_connection(
     other.close()
     view = kafka.runtime.group("g")
     assert view is not None and list(view.members) == ["m-9"]
+
+
+def offset_commit_v8(group: str, member: str, generation: int, offsets: dict[int, int]) -> Any:
+    from kio.schema.offset_commit.v8.request import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+    )
+
+    return OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=generation,
+        member_id=member,
+        group_instance_id=None,
+        topics=(
+            OffsetCommitRequestTopic(
+                name="orders",
+                partitions=tuple(
+                    OffsetCommitRequestPartition(
+                        partition_index=p, committed_offset=o, committed_metadata=""
+                    )
+                    for p, o in offsets.items()
+                ),
+            ),
+        ),
+    )
+
+
+async def test_a_member_commits_with_offset_commit_v9_in_its_epoch_and_v8_is_refused(
+    kafka: KafkaListener,
+) -> None:
+    await kafka.runtime.create_topic("orders", 2)
+    joined = await ask(kafka, HEARTBEAT, 1, heartbeat(1, "m-1", 0))
+    assert joined.member_epoch == 1
+    (done,) = (await ask(kafka, 8, 9, offset_commit_v9("g", "m-1", 1, {0: 5}))).topics
+    assert [p.error_code for p in done.partitions] == [0]
+    (stale,) = (await ask(kafka, 8, 9, offset_commit_v9("g", "m-1", 0, {0: 6}))).topics
+    assert [p.error_code for p in stale.partitions] == [STALE_MEMBER_EPOCH]
+    # Kafka: "OffsetCommit version 9 or above must be used by members using the modern group
+    # protocol".
+    (old,) = (await ask(kafka, 8, 8, offset_commit_v8("g", "m-1", 1, {0: 7}))).topics
+    assert [p.error_code for p in old.partitions] == [UNSUPPORTED_VERSION]
+    assert kafka.runtime.committed_offsets("g")[("orders", 0)].offset == 5
