@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from .config import CoordinatorConfig
 from .errors import InvalidGroupIdError, NotCoordinatorError
-from .events import GroupEvent
+from .events import GroupEvent, GroupRemoved, StateChanged
 from .hashing import partition_for
 from .log import LogAppendError, RecordLog
 from .records import RecordType
@@ -133,6 +133,39 @@ class CoordinatorContext:
         """Deliver `event` to the listeners when the current call's work is done."""
         if self.listeners:
             self.events.append(event)
+
+    def emit_removal(
+        self,
+        group_id: str,
+        now: int,
+        *,
+        from_state: str,
+        to_state: str,
+        cause: str,
+        reason: str,
+        generation_id: int,
+        tombstoned: bool,
+    ) -> None:
+        """A group of a kind that removes it straight from any state: its last StateChanged
+        (to the kind's Dead, `cause` from its transition table) and GroupRemoved."""
+        self.emit(
+            StateChanged(
+                group_id=group_id,
+                at_ms=now,
+                from_state=from_state,
+                to_state=to_state,
+                reason=cause,
+            )
+        )
+        self.emit(
+            GroupRemoved(
+                group_id=group_id,
+                at_ms=now,
+                reason=reason,
+                generation_id=generation_id,
+                tombstoned=tombstoned,
+            )
+        )
 
     def drain(self) -> None:
         """Release completed replies, then events, until neither is left."""

@@ -74,7 +74,6 @@ from ..events import (
     ConsumerStaticMemberLeft,
     ConsumerTargetAssignmentComputed,
     GroupEvent,
-    GroupRemoved,
     MemberRemoved,
     RebalanceCause,
     RemovalReason,
@@ -1109,25 +1108,17 @@ class ConsumerGroupManager:
         for member_id in group.members:
             self._timers.cancel(("consumer-session", group.group_id, member_id))
             self._cancel_rebalance_timer(group.group_id, member_id)
-        self._ctx.emit(
-            StateChanged(
-                group_id=group.group_id,
-                at_ms=now,
-                from_state=group.state.value,
-                to_state=Dead.value,
-                reason=cause,
-            )
+        self._ctx.emit_removal(
+            group.group_id,
+            now,
+            from_state=group.state.value,
+            to_state=Dead.value,
+            cause=cause,
+            reason=reason,
+            generation_id=group.group_epoch,
+            tombstoned=tombstoned,
         )
         group.state = Dead
-        self._ctx.emit(
-            GroupRemoved(
-                group_id=group.group_id,
-                at_ms=now,
-                reason=reason,
-                generation_id=group.group_epoch,
-                tombstoned=tombstoned,
-            )
-        )
 
     # ---------------------------------------------------------------- admin APIs
 

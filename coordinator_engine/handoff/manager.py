@@ -47,7 +47,6 @@ from ..errors import (
 from ..events import (
     REMOVAL_CAUSES,
     GroupEvent,
-    GroupRemoved,
     HandoffMemberJoined,
     HandoffPartitionsClosed,
     HandoffPartitionsClosing,
@@ -611,25 +610,17 @@ class HandoffGroupManager:
     def remove_group(self, group: HandoffGroup, now: int, reason: str, *, tombstoned: bool) -> None:
         cause = check_transition(group.state, Dead)
         del self._groups[group.group_id]
-        self._ctx.emit(
-            StateChanged(
-                group_id=group.group_id,
-                at_ms=now,
-                from_state=group.state.value,
-                to_state=Dead.value,
-                reason=cause,
-            )
+        self._ctx.emit_removal(
+            group.group_id,
+            now,
+            from_state=group.state.value,
+            to_state=Dead.value,
+            cause=cause,
+            reason=reason,
+            generation_id=group.epoch,
+            tombstoned=tombstoned,
         )
         group.state = Dead
-        self._ctx.emit(
-            GroupRemoved(
-                group_id=group.group_id,
-                at_ms=now,
-                reason=reason,
-                generation_id=group.epoch,
-                tombstoned=tombstoned,
-            )
-        )
 
     # ---------------------------------------------------------------- admin APIs
 
