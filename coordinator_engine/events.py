@@ -105,6 +105,40 @@ class StateChanged(GroupEvent):
     cause: str | None = None
     cause_member_id: str | None = None
 
+    @classmethod
+    def of_move(
+        cls,
+        group_id: str,
+        at_ms: int,
+        from_state: str,
+        to_state: str,
+        reason: str,
+        *,
+        starts: bool,
+        cause: RebalanceCause | None,
+        cause_member_id: str | None,
+    ) -> StateChanged:
+        """A kind's move that ``starts`` (or restarts) a rebalance or not: one that does
+        carries ``cause`` (METADATA_CHANGE when the kind recorded none: only a change of the
+        topics moves a group without a member or an admin behind it) and its member."""
+        if not starts:
+            return cls(
+                group_id=group_id,
+                at_ms=at_ms,
+                from_state=from_state,
+                to_state=to_state,
+                reason=reason,
+            )
+        return cls(
+            group_id=group_id,
+            at_ms=at_ms,
+            from_state=from_state,
+            to_state=to_state,
+            reason=reason,
+            cause=(cause or RebalanceCause.METADATA_CHANGE).value,
+            cause_member_id=cause_member_id,
+        )
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GenerationStarted(GroupEvent):

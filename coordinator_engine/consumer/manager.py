@@ -927,16 +927,16 @@ class ConsumerGroupManager:
         starts = (group.state in (Empty, Stable) and state in (Assigning, Reconciling)) or (
             group.state is Reconciling and state is Assigning
         )
-        cause = (change.cause or RebalanceCause.METADATA_CHANGE) if starts else None
         self._ctx.emit(
-            StateChanged(
-                group_id=group.group_id,
-                at_ms=now,
-                from_state=group.state.value,
-                to_state=state.value,
-                reason=reason,
-                cause=None if cause is None else cause.value,
-                cause_member_id=change.cause_member_id if starts else None,
+            StateChanged.of_move(
+                group.group_id,
+                now,
+                group.state.value,
+                state.value,
+                reason,
+                starts=starts,
+                cause=change.cause,
+                cause_member_id=change.cause_member_id,
             )
         )
         group.state = state

@@ -514,16 +514,16 @@ class HandoffGroupManager:
             starts = (draft.state in (Initial, Stable) and state in (Closing, Starting)) or (
                 draft.state is Starting and state is Closing
             )
-            cause = (draft.cause or RebalanceCause.METADATA_CHANGE) if starts else None
             draft.events.append(
-                StateChanged(
-                    group_id=draft.group_id,
-                    at_ms=now,
-                    from_state=draft.state.value,
-                    to_state=state.value,
-                    reason=reason,
-                    cause=None if cause is None else cause.value,
-                    cause_member_id=draft.cause_member_id if starts else None,
+                StateChanged.of_move(
+                    draft.group_id,
+                    now,
+                    draft.state.value,
+                    state.value,
+                    reason,
+                    starts=starts,
+                    cause=draft.cause,
+                    cause_member_id=draft.cause_member_id,
                 )
             )
             draft.state = state
