@@ -549,8 +549,8 @@ class ConsumerClient:
         flights = (self._heartbeat, self._commit, self._fetch, self._leave)
         deadlines = [f.deadline_ms for f in flights if f is not None]
         if self._leaving:
-            if self._leave is None:
-                if self._commit_pending() and self._epoch > 0:
+            if self._state is State.PREPARE_LEAVING:  # as _outgoing_while_leaving decides
+                if self._epoch > 0 and self._commit_pending() and now < t.close_deadline_ms:
                     deadlines.append(t.close_deadline_ms)
                     if self._to_commit and self._commit is None:
                         deadlines.append(max(t.commit_retry_ms, now))
@@ -771,6 +771,11 @@ class ConsumerClient:
                 and self._target == self._owned
             ):
                 self._transition(State.STABLE, now)
+        elif self._state is State.JOINING:
+            # Joined, but the answer held no assignment (a coordinator sends one to every
+            # full request): forget what was sent, so the next heartbeat asks for it again.
+            self._sent = _SentFields()
+            self._transition(State.RECONCILING, now)
         if self._state is State.RECONCILING:
             self._maybe_reconcile(now)
         if (
@@ -918,7 +923,7 @@ class ConsumerClient:
                     CommitFailed(
                         at_ms=now,
                         offsets=dict(sorted(dropped.items())),
-                        auto=True,
+                        auto=self._to_commit_auto,
                         error_code=None,
                         reason="not committed within the rebalance timeout before the revocation",
                     )
@@ -1060,6 +1065,17 @@ class ConsumerClient:
             return
         if self._heartbeat is not None:
             return  # its answer may bring the epoch to leave with (librdkafka 2.12's fix)
+        if self._to_commit:
+            self._emit(
+                CommitFailed(
+                    at_ms=now,
+                    offsets=dict(sorted(self._to_commit.items())),
+                    auto=self._to_commit_auto,
+                    error_code=None,
+                    reason="not committed within the close timeout",
+                )
+            )
+            self._to_commit.clear()
         if self._owned:
             self._emit(PartitionsRevoked(at_ms=now, partitions=_sorted(self._owned)))
             self._owned = frozenset()
