@@ -271,6 +271,7 @@ def test_a_third_member_moves_only_what_it_takes_and_each_move_is_committed_befo
     h: Harness,
 ) -> None:
     a = h.add("a")
+    h.run(2500)  # a and b heartbeat 2.5 s apart: they release c's partitions one by one
     b = h.add("b")
     h.run(20000)
     before = h.owners()
@@ -330,7 +331,42 @@ def test_a_third_member_moves_only_what_it_takes_and_each_move_is_committed_befo
         )
         assert commit_answered < ack_sent
         assert kept == set(after[member.name])
-    assert {p for e in c.events_of(PartitionsAssigned) for _, p in e.partitions} == set(after["c"])
+    # c joined owning nothing, then got each partition once its old owner released it: the
+    # assignment came in two steps, each reconciled and acknowledged.
+    steps = [e for e in c.events_of(PartitionsAssigned) if e.partitions]
+    assert [len(e.partitions) for e in steps] == [1, 1]
+    assert {p for e in steps for _, p in e.partitions} == set(after["c"])
+    assert ("JOINING", "STABLE") in [
+        (e.from_state, e.to_state) for e in c.events_of(MemberStateChanged)
+    ]
+
+
+def test_one_heartbeat_is_in_flight_at_a_time_and_after_a_lost_one_the_next_is_full(
+    h: Harness,
+) -> None:
+    a = h.add("a")
+    h.run(1000)
+    client = a.client
+    due = h.now - 1000 + INTERVAL_MS
+    assert client.next_deadline_ms() == due
+    (plain,) = client.outgoing(due)
+    assert isinstance(plain, ConsumerGroupHeartbeatRequest) and plain.member_epoch == 1
+    assert plain.topic_partitions is None and plain.subscribed_topic_names is None
+    assert plain.rebalance_timeout_ms == -1 and plain.server_assignor is None
+    assert client.outgoing(due + 2 * INTERVAL_MS) == []  # unanswered: none sent beside it
+    client.fail(plain, due + 2 * INTERVAL_MS)
+    assert client.outgoing(due + 2 * INTERVAL_MS) == []  # the backoff
+    later = due + 2 * INTERVAL_MS + 100
+    (full,) = client.outgoing(later)
+    assert isinstance(full, ConsumerGroupHeartbeatRequest) and full.member_epoch == 1
+    assert full.subscribed_topic_names == (TOPIC,) and full.rebalance_timeout_ms == 300000
+    assert partitions(full.topic_partitions) == [0, 1, 2, 3, 4, 5]
+    reply = h.coordinator.handle(full, later)
+    assert reply.response is not None and reply.response.assignment is not None
+    client.receive(full, reply.response, later)
+    (after,) = client.outgoing(later + INTERVAL_MS)
+    assert isinstance(after, ConsumerGroupHeartbeatRequest) and after.topic_partitions is None
+    assert [e.type for e in client.events()].count("CoordinatorLost") == 1
 
 
 def test_a_leave_hands_the_partitions_over_at_once(h: Harness) -> None:
