@@ -189,8 +189,6 @@ class _Flight:
     deadline_ms: int
     #: The membership it was sent in: an answer from an earlier one is ignored.
     incarnation: int
-    #: A heartbeat: the owned-partitions version it reported (None: it reported none).
-    owned_version: int | None = None
     #: A commit: what it commits, and whether it is an auto-commit.
     offsets: dict[TP, int] | None = None
     auto: bool = False
@@ -440,7 +438,7 @@ class ConsumerClient:
         if not self._quiet_heartbeats or self._heartbeat is not None or not self.joined:
             return
         t = self._timers
-        interval = self._interval_ms
+        interval = max(self._interval_ms, 1)
         last = t.heartbeat_sent_ms
         tick = last + ((now - last) // interval + 1) * interval
         if tick < t.heartbeat_due_ms:
@@ -667,8 +665,8 @@ class ConsumerClient:
             and now < t.heartbeat_due_ms
         ):
             return
-        request, owned_version = self._heartbeat_request(state is State.JOINING)
-        self._heartbeat = self._flight(request, now, owned_version=owned_version)
+        request = self._heartbeat_request(state is State.JOINING)
+        self._heartbeat = self._flight(request, now)
         t.heartbeat_sent_ms = now
         t.heartbeat_due_ms = now + max(self._interval_ms, 1)
         out.append(request)
@@ -680,7 +678,7 @@ class ConsumerClient:
             else:
                 self._transition(State.STABLE, now)
 
-    def _heartbeat_request(self, joining: bool) -> tuple[ConsumerGroupHeartbeatRequest, int | None]:
+    def _heartbeat_request(self, joining: bool) -> ConsumerGroupHeartbeatRequest:
         """Kafka's ``HeartbeatState.buildRequestData``: every field on a join, else only what
         changed since it was last sent."""
         cfg = self._config
@@ -694,13 +692,12 @@ class ConsumerClient:
                 fields["subscribed_topic_names"] = cfg.topics
             fields["server_assignor"] = cfg.server_assignor
             sent.subscription = True
-        owned_version: int | None = None
         if joining:
             fields["topic_partitions"] = ()
-            owned_version = sent.owned_version = self._owned_version
+            sent.owned_version = self._owned_version
         elif sent.owned_version != self._owned_version:
             fields["topic_partitions"] = _owned(self._owned)
-            owned_version = sent.owned_version = self._owned_version
+            sent.owned_version = self._owned_version
         request = ConsumerGroupHeartbeatRequest(
             group_id=cfg.group_id,
             member_id=self._member_id,
@@ -710,7 +707,7 @@ class ConsumerClient:
             client_host=cfg.client_host,
             **fields,
         )
-        return request, owned_version
+        return request
 
     def _on_heartbeat(
         self, flight: _Flight, response: ConsumerGroupHeartbeatResponse, now: int
