@@ -647,16 +647,16 @@ def test_group_changed_brings_a_quiet_members_heartbeat_back_to_its_regular_tick
 
 
 @settings(
-    max_examples=25,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(["join", "close", "crash", "fence", "wait"]),
+            st.sampled_from(["join", "close", "crash", "fence", "stall", "outage", "wait"]),
             st.integers(min_value=0, max_value=4),
-            st.integers(min_value=100, max_value=20000),
+            st.integers(min_value=100, max_value=60000),
         ),
         min_size=1,
         max_size=12,
@@ -678,8 +678,13 @@ def test_no_partition_is_ever_consumed_by_two_members_at_once(
             return ConsumerGroupHeartbeatResponse(
                 error_code=Errors.FENCED_MEMBER_EPOCH, member_id=request.member_id
             )
+        if sender in cut and isinstance(request, ConsumerGroupHeartbeatRequest):
+            return ConsumerGroupHeartbeatResponse(
+                error_code=Errors.COORDINATOR_NOT_AVAILABLE, member_id=request.member_id
+            )
         return None
 
+    cut: set[str] = set()
     h.interceptors.append(fence)
     names = (f"m{i}" for i in itertools.count())
     for action, which, wait_ms in actions:
@@ -694,7 +699,14 @@ def test_no_partition_is_ever_consumed_by_two_members_at_once(
                 h.crash(member.name)
             elif action == "fence":
                 fence_next.add(member.name)
+            elif action == "stall":  # the application stops polling, or starts again
+                member.polling = not member.polling
+            elif action == "outage":  # its heartbeats fail, or reach the coordinator again
+                cut.symmetric_difference_update({member.name})
         h.run(wait_ms)  # check() runs after every request and answer
+    cut.clear()
+    for member in h.live():
+        member.polling = True
     h.run(SESSION_MS + 30000)
     owners = h.owners()
     held = sorted(p for parts in owners.values() for p in parts)
