@@ -586,6 +586,14 @@ def test_configuration_is_checked_and_member_ids_are_drawn_like_kafka_uuids() ->
     other = ConsumerClient(ConsumerProtocolConfig(GROUP, (TOPIC,)), 0)
     assert len(client.member_id) == 22 and client.member_id != other.member_id
     assert client.outgoing(0) == [] and client.next_deadline_ms() is None  # before poll()
+    event = MemberEpochChanged(at_ms=5, member_id="m", epoch=3, previous_epoch=0)
+    assert event.to_json() == {
+        "type": "MemberEpochChanged",
+        "at_ms": 5,
+        "member_id": "m",
+        "epoch": 3,
+        "previous_epoch": 0,
+    }
 
 
 def test_every_state_change_is_a_row_of_the_table(h: Harness) -> None:
