@@ -25,6 +25,10 @@ speaks (JoinGroup metadata, the leader's assignment).
 handoff group, driven the same way; it closes and starts partitions as the
 coordinator asks (``PartitionsToClose`` → ``partitions_stopped(positions)``,
 ``PartitionsToStart``).
+
+``ConsumerClient`` (``consumer_client.py``, configured by ``ConsumerProtocolConfig``) is a
+member of a consumer group (KIP-848: the coordinator assigns, the member reconciles), driven
+the same way; ``consumer_state.py`` holds its state table.
 """
 
 from __future__ import annotations
@@ -33,9 +37,20 @@ from .config import (
     COOPERATIVE_ASSIGNORS,
     OFFSET_RESET_POLICIES,
     ConsumerConfig,
+    ConsumerProtocolConfig,
     HandoffConfig,
     RebalanceProtocol,
 )
+from .consumer_client import (
+    CONSUMER_CLOSE_REASON,
+    CONSUMER_POLL_TIMEOUT_REASON,
+    LEAVE_GROUP_EPOCH,
+    LEAVE_GROUP_STATIC_EPOCH,
+    ConsumerClient,
+    ConsumerProtocolRequest,
+    ConsumerProtocolResponse,
+)
+from .consumer_state import CONSUMER_TRANSITIONS, ConsumerMemberState
 from .events import (
     ClientEvent,
     CloseConfirmed,
@@ -48,6 +63,7 @@ from .events import (
     HandoffJoined,
     JoinedGroup,
     LeftGroup,
+    MemberEpochChanged,
     MemberStateChanged,
     OffsetsFetched,
     PartitionsAssigned,
@@ -79,8 +95,13 @@ from .state import TRANSITIONS, MemberState
 
 __all__ = [
     "CLOSE_REASON",
+    "CONSUMER_CLOSE_REASON",
+    "CONSUMER_POLL_TIMEOUT_REASON",
+    "CONSUMER_TRANSITIONS",
     "COOPERATIVE_ASSIGNORS",
     "HANDOFF_CLOSE_REASON",
+    "LEAVE_GROUP_EPOCH",
+    "LEAVE_GROUP_STATIC_EPOCH",
     "NO_GENERATION",
     "OFFSET_RESET_POLICIES",
     "POLL_TIMEOUT_REASON",
@@ -91,7 +112,12 @@ __all__ = [
     "CloseConfirmed",
     "CommitCompleted",
     "CommitFailed",
+    "ConsumerClient",
     "ConsumerConfig",
+    "ConsumerMemberState",
+    "ConsumerProtocolConfig",
+    "ConsumerProtocolRequest",
+    "ConsumerProtocolResponse",
     "ConsumerRebalanceListener",
     "CoordinatorDiscovered",
     "CoordinatorLost",
@@ -105,6 +131,7 @@ __all__ = [
     "HandoffResponse",
     "JoinedGroup",
     "LeftGroup",
+    "MemberEpochChanged",
     "MemberState",
     "MemberStateChanged",
     "Node",

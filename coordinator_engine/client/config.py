@@ -198,3 +198,85 @@ class HandoffConfig:
                 f"HandoffConfig.auto_offset_reset must be one of {OFFSET_RESET_POLICIES}, "
                 f"got {self.auto_offset_reset!r}"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerProtocolConfig:
+    """One consumer-protocol member's settings (``ConsumerClient``; KIP-848, Kafka's
+    ``group.protocol=consumer``; docs/engine.md, "The consumer-protocol client"). The same
+    names and defaults as ``ConsumerConfig`` where they mean the same thing (Kafka's consumer
+    property in parentheses). There is no heartbeat interval: the coordinator gives it in
+    every answer; and no session timeout of the member's own (see ``session_timeout_ms``).
+
+    group_id (``group.id``): the consumer group to join.
+    topics: the subscribed topic names (``subscribe(topics)``); a list is kept as a tuple.
+    topic_regex: instead of ``topics``, a regular expression (``subscribe(Pattern)``,
+        KIP-848's SubscribedTopicRegex) the coordinator matches against whole topic names.
+        Exactly one of ``topics`` and ``topic_regex`` is given.
+    group_instance_id (``group.instance.id``): set for a static member (KIP-345).
+    server_assignor (``group.remote.assignor``): the coordinator's assignor to ask for
+        ("uniform", "range"); None leaves the choice to the coordinator's default.
+    rebalance_timeout_ms (``max.poll.interval.ms``): sent as the heartbeat's
+        RebalanceTimeoutMs (the coordinator fences a member that takes longer to revoke), and
+        the longest the application may go without ``poll()`` before the member leaves.
+    client_id (``client.id``), client_host: sent in every heartbeat, for display.
+    retry_backoff_ms (``retry.backoff.ms``): wait before retrying a failed request.
+    request_timeout_ms (``request.timeout.ms``): a request unanswered this long counts as lost.
+    auto_offset_reset (``auto.offset.reset``): see ``OFFSET_RESET_POLICIES``.
+    enable_auto_commit / auto_commit_interval_ms (``enable.auto.commit``,
+        ``auto.commit.interval.ms``): commit the consumed positions periodically from
+        ``poll()``, before a reconciliation revokes partitions, and on close.
+    session_timeout_ms: the *coordinator's* ``group.consumer.session.timeout.ms`` (45000 by
+        default), which a consumer-protocol member does not choose: the client uses it only to
+        take itself for removed when no heartbeat was answered for that long, and to space
+        ``quiet_heartbeats``. Set it to the coordinator's value.
+    """
+
+    group_id: str
+    topics: tuple[str, ...] = ()
+    topic_regex: str | None = None
+    group_instance_id: str | None = None
+    server_assignor: str | None = None
+    rebalance_timeout_ms: int = 300000
+    client_id: str = "rebalance-lab"
+    client_host: str = ""
+    retry_backoff_ms: int = 100
+    request_timeout_ms: int = 30000
+    auto_offset_reset: str = "earliest"
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5000
+    session_timeout_ms: int = 45000
+
+    def __post_init__(self) -> None:
+        owner = "ConsumerProtocolConfig"
+        check_str(owner, "group_id", self.group_id)
+        if not self.group_id:
+            raise ValueError("ConsumerProtocolConfig.group_id must not be empty")
+        object.__setattr__(self, "topics", _names("topics", self.topics, owner))
+        check_str(owner, "topic_regex", self.topic_regex, nullable=True)
+        if bool(self.topics) == (self.topic_regex is not None):
+            raise ValueError(
+                "ConsumerProtocolConfig: give exactly one of topics and topic_regex "
+                f"(topics={self.topics!r}, topic_regex={self.topic_regex!r})"
+            )
+        if self.topic_regex == "":
+            raise ValueError("ConsumerProtocolConfig.topic_regex must not be empty")
+        for name in ("group_instance_id", "server_assignor"):
+            value = getattr(self, name)
+            check_str(owner, name, value, nullable=True)
+            if value == "":
+                raise ValueError(f"ConsumerProtocolConfig.{name} must be None or non-empty")
+        check_str(owner, "client_id", self.client_id)
+        check_str(owner, "client_host", self.client_host)
+        _check_ms("rebalance_timeout_ms", self.rebalance_timeout_ms, 1, owner=owner)
+        _check_ms("retry_backoff_ms", self.retry_backoff_ms, 0, owner=owner)
+        _check_ms("request_timeout_ms", self.request_timeout_ms, 1, owner=owner)
+        if self.auto_offset_reset not in OFFSET_RESET_POLICIES:
+            raise ValueError(
+                f"ConsumerProtocolConfig.auto_offset_reset must be one of "
+                f"{OFFSET_RESET_POLICIES}, got {self.auto_offset_reset!r}"
+            )
+        if type(self.enable_auto_commit) is not bool:
+            raise TypeError("ConsumerProtocolConfig.enable_auto_commit must be a bool")
+        _check_ms("auto_commit_interval_ms", self.auto_commit_interval_ms, 1, owner=owner)
+        _check_ms("session_timeout_ms", self.session_timeout_ms, 1, owner=owner)

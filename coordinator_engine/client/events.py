@@ -249,3 +249,21 @@ class StartConfirmed(ClientEvent):
 
     type: ClassVar[str] = "StartConfirmed"
     partitions: Partitions
+
+
+# ---------------------------------------------------------------- the consumer-protocol client's
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MemberEpochChanged(ClientEvent):
+    """A consumer-protocol heartbeat answer gave the member another epoch (KIP-848).
+
+    member_id: the member's own id (KIP-1082: the same for the client's whole life).
+    epoch: the new member epoch.
+    previous_epoch: the one before; 0 when this answer took the member into the group (a
+        join, or a rejoin after it was fenced or left)."""
+
+    type: ClassVar[str] = "MemberEpochChanged"
+    member_id: str
+    epoch: int
+    previous_epoch: int
