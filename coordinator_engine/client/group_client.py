@@ -100,6 +100,7 @@ from coordinator_engine.requests import (
     PartitionOffset,
     SyncGroupRequest,
     TopicPartition,
+    trusted_constructor,
 )
 from coordinator_engine.responses import (
     HeartbeatResponse,
@@ -177,6 +178,19 @@ POLL_TIMEOUT_REASON = "consumer poll timeout has expired"
 CLOSE_REASON = "the consumer is being closed"
 
 _NONE = Errors.NONE
+
+# The requests the client builds hold values that fit their Kafka types by construction (its
+# checked config and positions, ids and generations from the coordinator's answers): built
+# without the field checks, which would otherwise run on every request of every member.
+_find_coordinator_request = trusted_constructor(FindCoordinatorRequest)
+_metadata_request = trusted_constructor(MetadataRequest)
+_join_group_request = trusted_constructor(JoinGroupRequest)
+_sync_group_request = trusted_constructor(SyncGroupRequest)
+_heartbeat_request = trusted_constructor(HeartbeatRequest)
+_offset_commit_request = trusted_constructor(OffsetCommitRequest)
+_partition_offset = trusted_constructor(PartitionOffset)
+_offset_fetch_request = trusted_constructor(OffsetFetchRequest)
+_topic_partition = trusted_constructor(TopicPartition)
 #: ``_idle_until`` when nothing is timed: later than any time.
 _NO_DEADLINE = 1 << 63
 _COORDINATOR_ERRORS = frozenset({Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR})
@@ -816,7 +830,7 @@ class GroupClient:
             and _FIND not in self._in_flight
             and now >= self._timers.find_retry_ms
         ):
-            self._send(_FIND, FindCoordinatorRequest(key=self._config.group_id), now, out)
+            self._send(_FIND, _find_coordinator_request(key=self._config.group_id), now, out)
 
     def _on_find_coordinator(self, response: FindCoordinatorResponse, now: int) -> None:
         error = response.error_code
@@ -886,7 +900,7 @@ class GroupClient:
             purpose = _MetadataPurpose.REFRESH
         else:
             return
-        request = MetadataRequest(topics=self._watched_topics())
+        request = _metadata_request(topics=self._watched_topics())
         if purpose is _MetadataPurpose.ASSIGNMENT:
             assert work is not None
             work.metadata_request = request
@@ -1013,7 +1027,7 @@ class GroupClient:
     def _send_join_group(self, now: int, out: list[ClientRequest]) -> None:
         config = self._config
         generation = self._generation
-        request = JoinGroupRequest(
+        request = _join_group_request(
             group_id=config.group_id,
             member_id=generation.member_id,
             group_instance_id=config.group_instance_id,
@@ -1124,7 +1138,7 @@ class GroupClient:
 
     def _sync_request(self, assignments: tuple[Assignment, ...]) -> SyncGroupRequest:
         generation = self._generation
-        return SyncGroupRequest(
+        return _sync_group_request(
             group_id=self._config.group_id,
             generation_id=generation.generation_id,
             member_id=generation.member_id,
@@ -1308,7 +1322,7 @@ class GroupClient:
         request = self._heartbeat_request
         if request is None or self._heartbeat_generation is not generation:
             # One request per generation (Kafka's consumer resends the same fields too).
-            request = self._heartbeat_request = HeartbeatRequest(
+            request = self._heartbeat_request = _heartbeat_request(
                 group_id=config.group_id,
                 generation_id=generation.generation_id,
                 member_id=generation.member_id,
@@ -1414,14 +1428,14 @@ class GroupClient:
                 )
                 continue
             generation = self._generation
-            request = OffsetCommitRequest(
+            request = _offset_commit_request(
                 group_id=self._config.group_id,
                 generation_id=generation.generation_id,
                 member_id=generation.member_id,
                 group_instance_id=self._config.group_instance_id,
                 offsets=tuple(
                     [
-                        PartitionOffset(topic=topic, partition=partition, offset=offset)
+                        _partition_offset(topic=topic, partition=partition, offset=offset)
                         for (topic, partition), offset in sorted(batch.offsets.items())
                     ]
                 ),
@@ -1478,9 +1492,11 @@ class GroupClient:
             and _FETCH not in self._in_flight
             and now >= self._timers.fetch_retry_ms
         ):
-            request = OffsetFetchRequest(
+            request = _offset_fetch_request(
                 group_id=self._config.group_id,
-                partitions=tuple(TopicPartition(topic=t, partition=p) for t, p in sorted(awaiting)),
+                partitions=tuple(
+                    _topic_partition(topic=t, partition=p) for t, p in sorted(awaiting)
+                ),
             )
             self._send(_FETCH, request, now, out)
 

@@ -69,6 +69,8 @@ from coordinator_engine.requests import (
     OffsetFetchRequest,
     PartitionOffset,
     TopicPartition,
+    check_str,
+    trusted_constructor,
 )
 from coordinator_engine.responses import (
     HandoffHeartbeatResponse,
@@ -138,8 +140,18 @@ def _sorted(partitions: Iterable[TP]) -> tuple[TP, ...]:
     return tuple(sorted(partitions))
 
 
+# The requests the client builds hold values that fit their Kafka types by construction (its
+# checked config and positions, a member id checked when drawn): built without the field
+# checks, which would otherwise run on every request of every member.
+_heartbeat_request = trusted_constructor(HandoffHeartbeatRequest)
+_offset_commit_request = trusted_constructor(OffsetCommitRequest)
+_partition_offset = trusted_constructor(PartitionOffset)
+_offset_fetch_request = trusted_constructor(OffsetFetchRequest)
+_topic_partition = trusted_constructor(TopicPartition)
+
+
 def _tps(partitions: Iterable[TP]) -> tuple[TopicPartition, ...]:
-    return tuple(TopicPartition(topic=t, partition=p) for t, p in sorted(partitions))
+    return tuple(_topic_partition(topic=t, partition=p) for t, p in sorted(partitions))
 
 
 @dataclass(slots=True)
@@ -510,6 +522,7 @@ class HandoffClient:
         member_id = self._new_id()
         if not isinstance(member_id, str) or not member_id:
             raise ValueError(f"member_id_factory gave {member_id!r}, not a non-empty str")
+        check_str("HandoffClient", "member_id", member_id)  # requests carry it unchecked
         return member_id
 
     def _emit(self, event: ClientEvent) -> None:
@@ -620,7 +633,7 @@ class HandoffClient:
         started: tuple[TopicPartition, ...],
     ) -> HandoffHeartbeatRequest:
         cfg = self._config
-        return HandoffHeartbeatRequest(
+        return _heartbeat_request(
             group_id=cfg.group_id,
             member_id=self._member_id,
             member_epoch=epoch,
@@ -767,12 +780,12 @@ class HandoffClient:
         ):
             return
         offsets, self._to_commit = dict(sorted(self._to_commit.items())), {}
-        request = OffsetCommitRequest(
+        request = _offset_commit_request(
             group_id=self._config.group_id,
             generation_id=max(self._epoch, 1),
             member_id=self._member_id,
             offsets=tuple(
-                PartitionOffset(topic=t, partition=p, offset=o) for (t, p), o in offsets.items()
+                _partition_offset(topic=t, partition=p, offset=o) for (t, p), o in offsets.items()
             ),
         )
         self._commit = self._flight(request, now, offsets=offsets)
@@ -835,7 +848,7 @@ class HandoffClient:
             or now < self._timers.fetch_retry_ms
         ):
             return
-        request = OffsetFetchRequest(
+        request = _offset_fetch_request(
             group_id=self._config.group_id, partitions=_tps(self._to_fetch)
         )
         self._fetch = self._flight(request, now)
@@ -883,7 +896,7 @@ class HandoffClient:
             self._left(now, sent=False)
             return
         cfg = self._config
-        request = HandoffHeartbeatRequest(
+        request = _heartbeat_request(
             group_id=cfg.group_id,
             member_id=self._member_id,
             member_epoch=-1,
