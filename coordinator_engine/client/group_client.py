@@ -193,6 +193,9 @@ _offset_fetch_request = trusted_constructor(OffsetFetchRequest)
 _topic_partition = trusted_constructor(TopicPartition)
 #: ``_idle_until`` when nothing is timed: later than any time.
 _NO_DEADLINE = 1 << 63
+#: ``_idle_until`` when ``outgoing``, called on an idle client, sent one heartbeat and nothing
+#: else: once it is answered NONE the client is idle again (earlier than any time).
+_IDLE_BUT_HEARTBEAT = -(1 << 63)
 _COORDINATOR_ERRORS = frozenset({Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR})
 #: JoinGroup errors Kafka's consumer throws to the application instead of retrying.
 _FATAL_JOIN_ERRORS = frozenset(
@@ -649,6 +652,15 @@ class GroupClient:
         if not out:
             deadline = self._next_deadline()
             self._idle_until = _NO_DEADLINE if deadline is None else deadline
+        elif (
+            idle is not None
+            and idle != _IDLE_BUT_HEARTBEAT
+            and len(out) == 1
+            and out[0] is self._heartbeat_request
+        ):
+            # Idle until now, and what fell due sent only a heartbeat: its NONE answer (which
+            # only moves the heartbeat's timers) leaves the client idle again (``receive``).
+            self._idle_until = _IDLE_BUT_HEARTBEAT
         return out
 
     def receive(self, request: ClientRequest, response: ClientResponse, now_ms: int) -> None:
@@ -656,6 +668,7 @@ class GroupClient:
         if type(now_ms) is not int or now_ms < self._now:
             self._tick(now_ms)
         now = self._now = now_ms
+        idle = self._idle_until
         self._idle_until = None
         kind, response_type = _KINDS.get(type(request)) or self._kind_of(request)
         if type(response) is not response_type and not isinstance(response, response_type):
@@ -668,6 +681,16 @@ class GroupClient:
             return  # an answer the client gave up waiting for
         del self._in_flight[kind]
         _RECEIVERS[kind](self, flight, response, now)
+        if (
+            idle == _IDLE_BUT_HEARTBEAT and kind is _HEARTBEAT and response.error_code == _NONE  # type: ignore[union-attr]
+        ):
+            # Nothing else changed since outgoing last found nothing to send but this
+            # heartbeat: the client is idle until its next deadline, unless that has passed.
+            deadline = self._next_deadline()
+            if deadline is None:
+                self._idle_until = _NO_DEADLINE
+            elif deadline > now:
+                self._idle_until = deadline
 
     def fail(self, request: ClientRequest, now_ms: int, reason: str = "disconnected") -> None:
         """``request`` will never be answered (its connection was lost)."""
@@ -682,7 +705,7 @@ class GroupClient:
     def next_deadline_ms(self) -> int | None:
         """When ``outgoing`` must be called next at the latest; None when nothing is timed."""
         idle = self._idle_until
-        if idle is not None:
+        if idle is not None and idle != _IDLE_BUT_HEARTBEAT:
             return None if idle == _NO_DEADLINE else idle
         return self._next_deadline()
 
