@@ -75,7 +75,8 @@ cooperative second round) go on without one.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -336,7 +337,7 @@ class _Rejoin:
 
 @dataclass(slots=True)
 class _Partitions:
-    assignment: set[TopicPartitionPair] = field(default_factory=set)
+    assignment: frozenset[TopicPartitionPair] = frozenset()  # replaced whole, handed out as is
     positions: dict[TopicPartitionPair, int] = field(default_factory=dict)
     awaiting_positions: set[TopicPartitionPair] = field(default_factory=set)
     committed: dict[TopicPartitionPair, int] = field(default_factory=dict)
@@ -396,6 +397,11 @@ class GroupClient:
         #: Set when ``outgoing`` found nothing to send: its next deadline (``_NO_DEADLINE``: none).
         #: Until then, or until a call changes the client's state, there is nothing to send.
         self._idle_until: int | None = None
+        #: Set by ``_next_deadline`` for a quiet Stable member (nothing in flight, queued or
+        #: wanted): its earliest deadline other than the heartbeat's; None otherwise. While
+        #: ``_idle_until`` holds the deadline computed with it, a heartbeat falling due before
+        #: it is all ``outgoing`` has to send.
+        self._quiet_until: int | None = None
         if type(quiet_heartbeats) is not bool:
             raise TypeError("quiet_heartbeats must be a bool")
         self._quiet_heartbeats = quiet_heartbeats
@@ -444,7 +450,7 @@ class GroupClient:
     @property
     def assignment(self) -> frozenset[TopicPartitionPair]:
         """The partitions this member owns now."""
-        return frozenset(self._partitions.assignment)
+        return self._partitions.assignment
 
     @property
     def positions(self) -> dict[TopicPartitionPair, int]:
@@ -513,11 +519,17 @@ class GroupClient:
 
     def record_consumed(self, topic: str, partition: int, next_offset: int) -> None:
         """The application consumed a partition up to ``next_offset`` (the next to read)."""
-        self._set_position("record_consumed", (topic, partition), next_offset)
+        self._set_positions("record_consumed", (((topic, partition), next_offset),))
+
+    def record_positions(self, positions: Mapping[TopicPartitionPair, int]) -> None:
+        """``record_consumed`` for many partitions at once, in order: the application consumed
+        each ``(topic, partition)`` up to its offset (a host that moves every partition at
+        once, at each poll, makes one call instead of one per partition)."""
+        self._set_positions("record_positions", positions.items())
 
     def seek(self, topic: str, partition: int, offset: int) -> None:
         """Set where to consume an owned partition next; overrides its fetched committed offset."""
-        self._set_position("seek", (topic, partition), offset)
+        self._set_positions("seek", (((topic, partition), offset),))
 
     def commit(self, offsets: dict[TopicPartitionPair, int] | None = None) -> None:
         """Commit ``offsets`` (default: every consumed position); a CommitCompleted or
@@ -602,8 +614,16 @@ class GroupClient:
         now = self._now = now_ms
         out: list[ClientRequest] = []
         idle = self._idle_until
-        if idle is not None and now < idle:
-            return out  # nothing changed and nothing fell due since the last empty call
+        if idle is not None and idle != _IDLE_BUT_HEARTBEAT:
+            if now < idle:
+                return out  # nothing changed and nothing fell due since the last empty call
+            quiet = self._quiet_until
+            if quiet is not None and now < quiet and now >= self._timers.heartbeat_due_ms:
+                # A quiet Stable member whose heartbeat, and nothing else, fell due: what
+                # every step below would find.
+                self._send_heartbeat(now, out)
+                self._idle_until = _IDLE_BUT_HEARTBEAT
+                return out
         if self._closed or not self._started:
             return out
         in_flight = self._in_flight
@@ -710,6 +730,7 @@ class GroupClient:
         return self._next_deadline()
 
     def _next_deadline(self) -> int | None:
+        self._quiet_until = None
         if self._closed or not self._started:
             return None
         t = self._timers
@@ -730,12 +751,13 @@ class GroupClient:
             config = self._config
             refresh = self._metadata_fetched_ms + config.metadata_max_age_ms
             retry = t.metadata_retry_ms
-            return min(
+            quiet = self._quiet_until = min(
                 refresh if refresh >= retry else retry,
-                t.heartbeat_due_ms,
                 t.session_deadline_ms,
                 t.poll_timer_start_ms + config.max_poll_interval_ms,
             )
+            heartbeat = t.heartbeat_due_ms
+            return heartbeat if heartbeat < quiet else quiet
         deadlines = [flight.deadline_ms for flight in in_flight.values()]
         coordinator_known = self._coordinator is not None
         if (
@@ -1264,9 +1286,9 @@ class GroupClient:
 
     # ------------------------------------------------------------------ partitions
 
-    def _set_assignment(self, assigned: set[TopicPartitionPair]) -> None:
+    def _set_assignment(self, assigned: AbstractSet[TopicPartitionPair]) -> None:
         p = self._partitions
-        p.assignment = set(assigned)
+        p.assignment = frozenset(assigned)
         p.positions = {tp: o for tp, o in p.positions.items() if tp in assigned}
         p.awaiting_positions = {tp for tp in assigned if tp not in p.positions}
 
@@ -1292,17 +1314,22 @@ class GroupClient:
         self._emit(PartitionsLost(at_ms=now, partitions=lost))
         self._set_assignment(self._partitions.assignment - partitions)
 
-    def _set_position(self, method: str, tp: TopicPartitionPair, offset: int) -> None:
+    def _set_positions(
+        self, method: str, positions: Iterable[tuple[TopicPartitionPair, int]]
+    ) -> None:
         self._idle_until = None
         partitions = self._partitions
-        if tp not in partitions.assignment:
-            raise ValueError(f"{method}: partition {tp} is not assigned to this consumer")
-        if type(offset) is not int or not 0 <= offset <= INT64_MAX:
-            raise ValueError(f"{method}: offset {offset!r} must be an int >= 0")
-        partitions.positions[tp] = offset
+        assignment = partitions.assignment
+        recorded = partitions.positions
         awaiting = partitions.awaiting_positions
-        if awaiting:
-            awaiting.discard(tp)
+        for tp, offset in positions:
+            if tp not in assignment:
+                raise ValueError(f"{method}: partition {tp} is not assigned to this consumer")
+            if type(offset) is not int or not 0 <= offset <= INT64_MAX:
+                raise ValueError(f"{method}: offset {offset!r} must be an int >= 0")
+            recorded[tp] = offset
+            if awaiting:
+                awaiting.discard(tp)
 
     def _consumed(self) -> dict[TopicPartitionPair, int]:
         """Kafka's ``SubscriptionState.allConsumed``: every owned partition with a position."""
