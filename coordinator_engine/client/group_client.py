@@ -391,6 +391,8 @@ class GroupClient:
         self._metadata_refresh_requested = False
         self._metadata_rebase = False
         self._group_subscription: frozenset[str] = frozenset()
+        #: ``_watched_topics()`` and the group subscription it was computed for.
+        self._watched: tuple[frozenset[str], tuple[str, ...]] | None = None
         self._events: list[ClientEvent] = []
         self._heartbeat_request: HeartbeatRequest | None = None
         self._heartbeat_generation = NO_GENERATION
@@ -744,18 +746,24 @@ class GroupClient:
             and not self._rejoin.needed
             and self._pending_sync is None
             and not self._partitions.awaiting_positions
-            and not self._metadata_wanted_now()
+            and self._metadata_fetched_ms is not None
+            and not self._metadata_rebase
+            and not self._metadata_refresh_requested
+            and self._leader_work is None  # (with the three above: not _metadata_wanted_now())
         ):
             # A quiet Stable member (most calls): the same deadlines as below, without the list.
-            assert self._metadata_fetched_ms is not None
             config = self._config
-            refresh = self._metadata_fetched_ms + config.metadata_max_age_ms
+            quiet = self._metadata_fetched_ms + config.metadata_max_age_ms
             retry = t.metadata_retry_ms
-            quiet = self._quiet_until = min(
-                refresh if refresh >= retry else retry,
-                t.session_deadline_ms,
-                t.poll_timer_start_ms + config.max_poll_interval_ms,
-            )
+            if retry > quiet:
+                quiet = retry
+            deadline = t.session_deadline_ms
+            if deadline < quiet:
+                quiet = deadline
+            deadline = t.poll_timer_start_ms + config.max_poll_interval_ms
+            if deadline < quiet:
+                quiet = deadline
+            self._quiet_until = quiet
             heartbeat = t.heartbeat_due_ms
             return heartbeat if heartbeat < quiet else quiet
         deadlines = [flight.deadline_ms for flight in in_flight.values()]
@@ -920,7 +928,11 @@ class GroupClient:
     # ------------------------------------------------------------------ metadata
 
     def _watched_topics(self) -> tuple[str, ...]:
-        return tuple(sorted(set(self._config.topics) | self._group_subscription))
+        group = self._group_subscription
+        watched = self._watched
+        if watched is None or watched[0] is not group:
+            watched = self._watched = (group, tuple(sorted(set(self._config.topics) | group)))
+        return watched[1]
 
     def _metadata_wanted_now(self) -> bool:
         work = self._leader_work
@@ -965,18 +977,16 @@ class GroupClient:
 
     def _on_metadata(self, flight: _InFlight, response: MetadataResponse, now: int) -> None:
         assert isinstance(flight.request, MetadataRequest)
-        requested = flight.request.topics or ()
         answered = {t.name: (t.partitions if t.error_code == _NONE else 0) for t in response.topics}
-        changed = sorted(
-            topic
-            for topic in requested
-            if topic in answered
-            and topic in self._metadata
-            and self._metadata[topic] != answered[topic]
-        )
-        for topic in requested:
-            if topic in answered:
-                self._metadata[topic] = answered[topic]
+        metadata = self._metadata
+        changed = []
+        for topic in flight.request.topics or ():  # sorted, each once
+            count = answered.get(topic)
+            if count is not None:
+                known = metadata.get(topic)
+                if known is not None and known != count:
+                    changed.append(topic)
+                metadata[topic] = count
         self._metadata_fetched_ms = now
         work = self._leader_work
         if work is not None and work.metadata_request is flight.request:
@@ -1427,13 +1437,14 @@ class GroupClient:
     # ------------------------------------------------------------------ commits
 
     def _enqueue_commit(self, offsets: dict[TopicPartitionPair, int], *, auto: bool) -> None:
+        """Queue ``offsets``, a dict made for the call: the batch keeps it."""
         if not offsets:
             return
         queue = self._commit_queue
         if auto and queue and queue[-1].auto:
             queue[-1].offsets.update(offsets)  # an unsent auto-commit: send the newest positions
         else:
-            queue.append(_CommitBatch(offsets=dict(offsets), auto=auto))
+            queue.append(_CommitBatch(offsets=offsets, auto=auto))
 
     def _retry_commit(self, batch: _CommitBatch, now: int) -> None:
         queue = self._commit_queue
@@ -1507,7 +1518,8 @@ class GroupClient:
             elif error == _NONE:
                 error = result.error_code
         if error == _NONE:
-            self._emit(CommitCompleted(at_ms=now, offsets=dict(batch.offsets), auto=batch.auto))
+            # The batch ends here: the event takes its offsets.
+            self._emit(CommitCompleted(at_ms=now, offsets=batch.offsets, auto=batch.auto))
             return
         name = Errors.name_of(error)
         if error in _COORDINATOR_ERRORS:
