@@ -509,15 +509,28 @@ class GroupClient:
         now = self._now = now_ms
         if self._closed or self._closing:
             return
-        self._idle_until = None
-        self._started = True
-        self._rejoin.awaiting_poll = False
         t = self._timers
+        rejoin = self._rejoin
+        config = self._config
+        if (
+            not self._started
+            or (rejoin.needed and rejoin.awaiting_poll)
+            or self._idle_until == t.poll_timer_start_ms + config.max_poll_interval_ms
+        ):
+            # Something to send now (the first join, a rejoin waiting for this poll), or the
+            # idle client's deadline was the poll timeout this poll pushes back. Otherwise a
+            # poll only pushes that deadline back: the client stays idle as long as it was.
+            self._idle_until = None
+        self._started = True
+        rejoin.awaiting_poll = False
         t.poll_timer_start_ms = now
-        if now >= t.next_auto_commit_ms and self._config.enable_auto_commit:
-            t.next_auto_commit_ms = now + self._config.auto_commit_interval_ms
+        if now >= t.next_auto_commit_ms and config.enable_auto_commit:
+            t.next_auto_commit_ms = now + config.auto_commit_interval_ms
             if self._state is STABLE:
-                self._enqueue_commit(self._consumed(), auto=True)
+                consumed = self._consumed()
+                if consumed:
+                    self._idle_until = None
+                    self._enqueue_commit(consumed, auto=True)
 
     def record_consumed(self, topic: str, partition: int, next_offset: int) -> None:
         """The application consumed a partition up to ``next_offset`` (the next to read)."""
@@ -1327,7 +1340,7 @@ class GroupClient:
     def _set_positions(
         self, method: str, positions: Iterable[tuple[TopicPartitionPair, int]]
     ) -> None:
-        self._idle_until = None
+        # A position alone sends nothing (commits take them later): the client stays idle.
         partitions = self._partitions
         assignment = partitions.assignment
         recorded = partitions.positions
@@ -1338,8 +1351,9 @@ class GroupClient:
             if type(offset) is not int or not 0 <= offset <= INT64_MAX:
                 raise ValueError(f"{method}: offset {offset!r} must be an int >= 0")
             recorded[tp] = offset
-            if awaiting:
-                awaiting.discard(tp)
+            if awaiting and tp in awaiting:
+                awaiting.remove(tp)
+                self._idle_until = None  # its OffsetFetch is no longer wanted
 
     def _consumed(self) -> dict[TopicPartitionPair, int]:
         """Kafka's ``SubscriptionState.allConsumed``: every owned partition with a position."""

@@ -192,3 +192,18 @@ def test_a_heartbeat_answered_after_the_poll_timeout_lets_the_member_leave() -> 
     late = last_poll + 60000  # max_poll_interval_ms ran out while the answer was on its way
     client.receive(heartbeat, HeartbeatResponse(error_code=Errors.NONE), late)
     assert [type(r) for r in client.outgoing(late)] == [LeaveGroupRequest]
+
+
+def test_a_poll_with_nothing_to_commit_leaves_an_idle_client_idle() -> None:
+    harness = ClientHarness(TOPICS, QUICK)
+    consumer = harness.add("c0", config(enable_auto_commit=False), quiet_heartbeats=True)
+    harness.run_until(harness.stable, within_ms=30000)
+    client = consumer.client
+    consumer.polling = False
+    assert client.outgoing(harness.now) == []
+    due = client.next_deadline_ms()
+    assert due is not None
+
+    client.poll(due - 1)
+    assert client.outgoing(due - 1) == []
+    assert client.next_deadline_ms() == due
