@@ -194,9 +194,6 @@ _offset_fetch_request = trusted_constructor(OffsetFetchRequest)
 _topic_partition = trusted_constructor(TopicPartition)
 #: ``_idle_until`` when nothing is timed: later than any time.
 _NO_DEADLINE = 1 << 63
-#: ``_idle_until`` when ``outgoing``, called on an idle client, sent one heartbeat and nothing
-#: else: once it is answered NONE the client is idle again (earlier than any time).
-_IDLE_BUT_HEARTBEAT = -(1 << 63)
 _COORDINATOR_ERRORS = frozenset({Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR})
 #: JoinGroup errors Kafka's consumer throws to the application instead of retrying.
 _FATAL_JOIN_ERRORS = frozenset(
@@ -399,7 +396,7 @@ class GroupClient:
         #: Set when ``outgoing`` found nothing to send: its next deadline (``_NO_DEADLINE``: none).
         #: Until then, or until a call changes the client's state, there is nothing to send.
         self._idle_until: int | None = None
-        #: Set by ``_next_deadline`` for a quiet Stable member (nothing in flight, queued or
+        #: Set by ``_quiet_deadline`` for a quiet Stable member (nothing in flight, queued or
         #: wanted): its earliest deadline other than the heartbeat's; None otherwise. While
         #: ``_idle_until`` holds the deadline computed with it, a heartbeat falling due before
         #: it is all ``outgoing`` has to send.
@@ -629,7 +626,7 @@ class GroupClient:
         now = self._now = now_ms
         out: list[ClientRequest] = []
         idle = self._idle_until
-        if idle is not None and idle != _IDLE_BUT_HEARTBEAT:
+        if idle is not None:
             if now < idle:
                 return out  # nothing changed and nothing fell due since the last empty call
             quiet = self._quiet_until
@@ -637,7 +634,7 @@ class GroupClient:
                 # A quiet Stable member whose heartbeat, and nothing else, fell due: what
                 # every step below would find.
                 self._send_heartbeat(now, out)
-                self._idle_until = _IDLE_BUT_HEARTBEAT
+                self._idle_until = None
                 return out
         if self._closed or not self._started:
             return out
@@ -687,15 +684,6 @@ class GroupClient:
         if not out:
             deadline = self._next_deadline()
             self._idle_until = _NO_DEADLINE if deadline is None else deadline
-        elif (
-            idle is not None
-            and idle != _IDLE_BUT_HEARTBEAT
-            and len(out) == 1
-            and out[0] is self._heartbeat_request
-        ):
-            # Idle until now, and what fell due sent only a heartbeat: its NONE answer (which
-            # only moves the heartbeat's timers) leaves the client idle again (``receive``).
-            self._idle_until = _IDLE_BUT_HEARTBEAT
         return out
 
     def receive(self, request: ClientRequest, response: ClientResponse, now_ms: int) -> None:
@@ -703,7 +691,6 @@ class GroupClient:
         if type(now_ms) is not int or now_ms < self._now:
             self._tick(now_ms)
         now = self._now = now_ms
-        idle = self._idle_until
         self._idle_until = None
         kind, response_type = _KINDS.get(type(request)) or self._kind_of(request)
         if type(response) is not response_type and not isinstance(response, response_type):
@@ -716,16 +703,11 @@ class GroupClient:
             return  # an answer the client gave up waiting for
         del self._in_flight[kind]
         _RECEIVERS[kind](self, flight, response, now)
-        if (
-            idle == _IDLE_BUT_HEARTBEAT and kind is _HEARTBEAT and response.error_code == _NONE  # type: ignore[union-attr]
-        ):
-            # Nothing else changed since outgoing last found nothing to send but this
-            # heartbeat: the client is idle until its next deadline, unless that has passed.
-            deadline = self._next_deadline()
-            if deadline is None:
-                self._idle_until = _NO_DEADLINE
-            elif deadline > now:
-                self._idle_until = deadline
+        # Most answers leave a quiet Stable member (a heartbeat's, a commit's): then nothing is
+        # due before its next deadline, and the host's next outgoing() need not look again.
+        deadline = self._quiet_deadline()
+        if deadline is not None and deadline > now:
+            self._idle_until = deadline
 
     def fail(self, request: ClientRequest, now_ms: int, reason: str = "disconnected") -> None:
         """``request`` will never be answered (its connection was lost)."""
@@ -740,18 +722,18 @@ class GroupClient:
     def next_deadline_ms(self) -> int | None:
         """When ``outgoing`` must be called next at the latest; None when nothing is timed."""
         idle = self._idle_until
-        if idle is not None and idle != _IDLE_BUT_HEARTBEAT:
+        if idle is not None:
             return None if idle == _NO_DEADLINE else idle
         return self._next_deadline()
 
-    def _next_deadline(self) -> int | None:
+    def _quiet_deadline(self) -> int | None:
+        """The next deadline of a quiet Stable member (nothing in flight, queued or wanted, the
+        common case), whose ``outgoing`` has nothing to send before it; None for any other."""
         self._quiet_until = None
-        if self._closed or not self._started:
-            return None
-        t = self._timers
-        in_flight = self._in_flight
         if (
-            not in_flight
+            not self._in_flight
+            and not self._closed
+            and self._started
             and self._state is STABLE
             and not self._closing
             and self._coordinator is not None
@@ -764,7 +746,8 @@ class GroupClient:
             and not self._metadata_refresh_requested
             and self._leader_work is None  # (with the three above: not _metadata_wanted_now())
         ):
-            # A quiet Stable member (most calls): the same deadlines as below, without the list.
+            # The deadlines _next_deadline would list for it, without the list.
+            t = self._timers
             config = self._config
             quiet = self._metadata_fetched_ms + config.metadata_max_age_ms
             retry = t.metadata_retry_ms
@@ -779,6 +762,16 @@ class GroupClient:
             self._quiet_until = quiet
             heartbeat = t.heartbeat_due_ms
             return heartbeat if heartbeat < quiet else quiet
+        return None
+
+    def _next_deadline(self) -> int | None:
+        deadline = self._quiet_deadline()
+        if deadline is not None:
+            return deadline
+        if self._closed or not self._started:
+            return None
+        t = self._timers
+        in_flight = self._in_flight
         deadlines = [flight.deadline_ms for flight in in_flight.values()]
         coordinator_known = self._coordinator is not None
         if (
