@@ -391,8 +391,7 @@ class GroupClient:
         #: ``_watched_topics()`` and the group subscription it was computed for.
         self._watched: tuple[frozenset[str], tuple[str, ...]] | None = None
         self._events: list[ClientEvent] = []
-        self._heartbeat_request: HeartbeatRequest | None = None
-        self._heartbeat_generation = NO_GENERATION
+        self._heartbeat_flight: _InFlight | None = None
         #: Set when ``outgoing`` found nothing to send: its next deadline (``_NO_DEADLINE``: none).
         #: Until then, or until a call changes the client's state, there is nothing to send.
         self._idle_until: int | None = None
@@ -1386,20 +1385,20 @@ class GroupClient:
         t.heartbeat_due_ms = now + config.heartbeat_interval_ms
         t.heartbeat_sent_ms = now
         generation = self._generation
-        request = self._heartbeat_request
-        if request is None or self._heartbeat_generation is not generation:
-            # One request per generation (Kafka's consumer resends the same fields too).
-            request = self._heartbeat_request = _heartbeat_request(
+        flight = self._heartbeat_flight
+        if flight is None or flight.generation is not generation:
+            # One request per generation (Kafka's consumer resends the same fields too), and
+            # one in-flight record for it: at most one heartbeat is in flight.
+            request = _heartbeat_request(
                 group_id=config.group_id,
                 generation_id=generation.generation_id,
                 member_id=generation.member_id,
                 group_instance_id=config.group_instance_id,
             )
-            self._heartbeat_generation = generation
-        self._in_flight[_HEARTBEAT] = _InFlight(
-            request, now + config.request_timeout_ms, generation, None, _REFRESH
-        )
-        out.append(request)
+            flight = self._heartbeat_flight = _InFlight(request, 0, generation, None, _REFRESH)
+        flight.deadline_ms = now + config.request_timeout_ms
+        self._in_flight[_HEARTBEAT] = flight
+        out.append(flight.request)
 
     def _on_heartbeat(self, flight: _InFlight, response: HeartbeatResponse, now: int) -> None:
         """Kafka's ``HeartbeatResponseHandler`` and the heartbeat thread's listener."""
