@@ -340,7 +340,7 @@ class _Partitions:
     committed: dict[TopicPartitionPair, int] = field(default_factory=dict)
 
 
-def _sorted(partitions: set[TopicPartitionPair]) -> tuple[TopicPartitionPair, ...]:
+def _sorted(partitions: AbstractSet[TopicPartitionPair]) -> tuple[TopicPartitionPair, ...]:
     return tuple(sorted(partitions))
 
 
@@ -1274,15 +1274,16 @@ class GroupClient:
                 "the assignment does not match the subscription", wait_for_poll=False
             )
             return
-        owned = set(self._partitions.assignment)
-        assigned = set(decoded)
+        owned = self._partitions.assignment
+        assigned = frozenset(decoded)
         if self._protocol is RebalanceProtocol.COOPERATIVE:
             revoked = owned - assigned
             if revoked:
                 self._revoke(revoked, now, commit=True)
                 self._request_rejoin("need to revoke partitions and re-join", wait_for_poll=False)
+        in_order = _sorted(assigned)
         self._assignor_state = AssignorState(
-            previous_assignment=_sorted(assigned), generation=self._generation.generation_id
+            previous_assignment=in_order, generation=self._generation.generation_id
         )
         if self._config.enable_auto_commit:
             self._timers.next_auto_commit_ms = now + self._config.auto_commit_interval_ms
@@ -1295,7 +1296,7 @@ class GroupClient:
                 at_ms=now,
                 generation=self._generation.generation_id,
                 partitions=added,
-                assignment=_sorted(assigned),
+                assignment=in_order,
             )
         )
 
@@ -1303,11 +1304,13 @@ class GroupClient:
 
     def _set_assignment(self, assigned: AbstractSet[TopicPartitionPair]) -> None:
         p = self._partitions
-        p.assignment = frozenset(assigned)
+        p.assignment = assigned if type(assigned) is frozenset else frozenset(assigned)
         p.positions = {tp: o for tp, o in p.positions.items() if tp in assigned}
         p.awaiting_positions = {tp for tp in assigned if tp not in p.positions}
 
-    def _revoke(self, partitions: set[TopicPartitionPair], now: int, *, commit: bool) -> None:
+    def _revoke(
+        self, partitions: AbstractSet[TopicPartitionPair], now: int, *, commit: bool
+    ) -> None:
         """Give partitions up in order: commit their positions if asked (auto-commit), tell."""
         if commit and self._config.enable_auto_commit and self._state is STABLE:
             positions = self._partitions.positions
@@ -1322,7 +1325,7 @@ class GroupClient:
             self._emit(PartitionsRevoked(at_ms=now, partitions=revoked))
         self._set_assignment(self._partitions.assignment - partitions)
 
-    def _lose(self, partitions: set[TopicPartitionPair], now: int) -> None:
+    def _lose(self, partitions: AbstractSet[TopicPartitionPair], now: int) -> None:
         lost = _sorted(partitions)
         if self._listener is not None:
             self._listener.on_partitions_lost(lost)
