@@ -484,6 +484,24 @@ class HandoffClient:
         if self._closed or not self._started:
             return None
         t = self._timers
+        if (
+            self._joined
+            and self._heartbeat is None
+            and self._commit is None
+            and self._fetch is None
+            and self._leave is None
+            and not self._leaving
+            and not self._heartbeat_now
+            and not self._to_commit
+            and not self._to_fetch
+        ):
+            # A member between heartbeats (most calls): the deadlines below, without the lists.
+            due = t.heartbeat_due_ms
+            retry = t.heartbeat_retry_ms
+            if retry > due:
+                due = retry
+            session = self._session_deadline()
+            return due if due < session else session
         flights = [self._heartbeat, self._commit, self._fetch, self._leave]
         deadlines = [f.deadline_ms for f in flights if f is not None]
         if self._leaving:
