@@ -46,6 +46,7 @@ CLIENT_CALLS = (
     "events",
     "group_changed",
     "record_consumed",
+    "record_positions",
     "commit",
     "partitions_stopped",
     "close",

@@ -13,8 +13,12 @@ answers Kafka's error code instead of raising.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -107,6 +111,38 @@ def check_tuple_of(owner: str, field: str, value: Any, item_type: type) -> None:
     for item in value:
         if not isinstance(item, item_type):
             raise _fail(owner, field, f"a tuple of {item_type.__name__}", item)
+
+
+def trusted_constructor(cls: Callable[..., _T]) -> Callable[..., _T]:
+    """A constructor of the frozen slots dataclass ``cls`` that skips ``__post_init__``: the
+    same keyword arguments and defaults as ``cls(...)``, and no checks.
+
+    For code that builds requests from values that fit their Kafka types by construction (the
+    consumer clients: their validated config, offsets they checked on the way in, ids and
+    generations read from decoded answers, ints they computed), where the checks would run
+    on every heartbeat and commit of every simulated member. Anything built from outside
+    input uses the class itself. Generated as the dataclass's own ``__init__`` is: one slot
+    store per field, nothing else.
+    """
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    params = []
+    for f in fields:
+        namespace[f"_set_{f.name}"] = getattr(cls, f.name).__set__
+        if f.default is not dataclasses.MISSING:
+            namespace[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+        elif f.default_factory is not dataclasses.MISSING:
+            raise TypeError(f"{cls.__name__}.{f.name} has a default factory")
+        else:
+            params.append(f.name)
+    stores = "".join(f"    _set_{f.name}(obj, {f.name})\n" for f in fields)
+    exec(
+        f"def build(*, {', '.join(params)}):\n    obj = _new(_cls)\n{stores}    return obj\n",
+        namespace,
+    )
+    build: Callable[..., _T] = namespace["build"]
+    return build
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

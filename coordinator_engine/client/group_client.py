@@ -75,7 +75,8 @@ cooperative second round) go on without one.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +101,7 @@ from coordinator_engine.requests import (
     PartitionOffset,
     SyncGroupRequest,
     TopicPartition,
+    trusted_constructor,
 )
 from coordinator_engine.responses import (
     HeartbeatResponse,
@@ -177,6 +179,19 @@ POLL_TIMEOUT_REASON = "consumer poll timeout has expired"
 CLOSE_REASON = "the consumer is being closed"
 
 _NONE = Errors.NONE
+
+# The requests the client builds hold values that fit their Kafka types by construction (its
+# checked config and positions, ids and generations from the coordinator's answers): built
+# without the field checks, which would otherwise run on every request of every member.
+_find_coordinator_request = trusted_constructor(FindCoordinatorRequest)
+_metadata_request = trusted_constructor(MetadataRequest)
+_join_group_request = trusted_constructor(JoinGroupRequest)
+_sync_group_request = trusted_constructor(SyncGroupRequest)
+_heartbeat_request = trusted_constructor(HeartbeatRequest)
+_offset_commit_request = trusted_constructor(OffsetCommitRequest)
+_partition_offset = trusted_constructor(PartitionOffset)
+_offset_fetch_request = trusted_constructor(OffsetFetchRequest)
+_topic_partition = trusted_constructor(TopicPartition)
 #: ``_idle_until`` when nothing is timed: later than any time.
 _NO_DEADLINE = 1 << 63
 _COORDINATOR_ERRORS = frozenset({Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR})
@@ -319,13 +334,13 @@ class _Rejoin:
 
 @dataclass(slots=True)
 class _Partitions:
-    assignment: set[TopicPartitionPair] = field(default_factory=set)
+    assignment: frozenset[TopicPartitionPair] = frozenset()  # replaced whole, handed out as is
     positions: dict[TopicPartitionPair, int] = field(default_factory=dict)
     awaiting_positions: set[TopicPartitionPair] = field(default_factory=set)
     committed: dict[TopicPartitionPair, int] = field(default_factory=dict)
 
 
-def _sorted(partitions: set[TopicPartitionPair]) -> tuple[TopicPartitionPair, ...]:
+def _sorted(partitions: AbstractSet[TopicPartitionPair]) -> tuple[TopicPartitionPair, ...]:
     return tuple(sorted(partitions))
 
 
@@ -373,12 +388,18 @@ class GroupClient:
         self._metadata_refresh_requested = False
         self._metadata_rebase = False
         self._group_subscription: frozenset[str] = frozenset()
+        #: ``_watched_topics()`` and the group subscription it was computed for.
+        self._watched: tuple[frozenset[str], tuple[str, ...]] | None = None
         self._events: list[ClientEvent] = []
-        self._heartbeat_request: HeartbeatRequest | None = None
-        self._heartbeat_generation = NO_GENERATION
+        self._heartbeat_flight: _InFlight | None = None
         #: Set when ``outgoing`` found nothing to send: its next deadline (``_NO_DEADLINE``: none).
         #: Until then, or until a call changes the client's state, there is nothing to send.
         self._idle_until: int | None = None
+        #: Set by ``_quiet_deadline`` for a quiet Stable member (nothing in flight, queued or
+        #: wanted): its earliest deadline other than the heartbeat's; None otherwise. While
+        #: ``_idle_until`` holds the deadline computed with it, a heartbeat falling due before
+        #: it is all ``outgoing`` has to send.
+        self._quiet_until: int | None = None
         if type(quiet_heartbeats) is not bool:
             raise TypeError("quiet_heartbeats must be a bool")
         self._quiet_heartbeats = quiet_heartbeats
@@ -427,7 +448,7 @@ class GroupClient:
     @property
     def assignment(self) -> frozenset[TopicPartitionPair]:
         """The partitions this member owns now."""
-        return frozenset(self._partitions.assignment)
+        return self._partitions.assignment
 
     @property
     def positions(self) -> dict[TopicPartitionPair, int]:
@@ -484,23 +505,42 @@ class GroupClient:
         now = self._now = now_ms
         if self._closed or self._closing:
             return
-        self._idle_until = None
-        self._started = True
-        self._rejoin.awaiting_poll = False
         t = self._timers
+        rejoin = self._rejoin
+        config = self._config
+        if (
+            not self._started
+            or (rejoin.needed and rejoin.awaiting_poll)
+            or self._idle_until == t.poll_timer_start_ms + config.max_poll_interval_ms
+        ):
+            # Something to send now (the first join, a rejoin waiting for this poll), or the
+            # idle client's deadline was the poll timeout this poll pushes back. Otherwise a
+            # poll only pushes that deadline back: the client stays idle as long as it was.
+            self._idle_until = None
+        self._started = True
+        rejoin.awaiting_poll = False
         t.poll_timer_start_ms = now
-        if now >= t.next_auto_commit_ms and self._config.enable_auto_commit:
-            t.next_auto_commit_ms = now + self._config.auto_commit_interval_ms
+        if now >= t.next_auto_commit_ms and config.enable_auto_commit:
+            t.next_auto_commit_ms = now + config.auto_commit_interval_ms
             if self._state is STABLE:
-                self._enqueue_commit(self._consumed(), auto=True)
+                consumed = self._consumed()
+                if consumed:
+                    self._idle_until = None
+                    self._enqueue_commit(consumed, auto=True)
 
     def record_consumed(self, topic: str, partition: int, next_offset: int) -> None:
         """The application consumed a partition up to ``next_offset`` (the next to read)."""
-        self._set_position("record_consumed", (topic, partition), next_offset)
+        self._set_positions("record_consumed", (((topic, partition), next_offset),))
+
+    def record_positions(self, positions: Mapping[TopicPartitionPair, int]) -> None:
+        """``record_consumed`` for many partitions at once, in order: the application consumed
+        each ``(topic, partition)`` up to its offset (a host that moves every partition at
+        once, at each poll, makes one call instead of one per partition)."""
+        self._set_positions("record_positions", positions.items())
 
     def seek(self, topic: str, partition: int, offset: int) -> None:
         """Set where to consume an owned partition next; overrides its fetched committed offset."""
-        self._set_position("seek", (topic, partition), offset)
+        self._set_positions("seek", (((topic, partition), offset),))
 
     def commit(self, offsets: dict[TopicPartitionPair, int] | None = None) -> None:
         """Commit ``offsets`` (default: every consumed position); a CommitCompleted or
@@ -585,8 +625,16 @@ class GroupClient:
         now = self._now = now_ms
         out: list[ClientRequest] = []
         idle = self._idle_until
-        if idle is not None and now < idle:
-            return out  # nothing changed and nothing fell due since the last empty call
+        if idle is not None:
+            if now < idle:
+                return out  # nothing changed and nothing fell due since the last empty call
+            quiet = self._quiet_until
+            if quiet is not None and now < quiet and now >= self._timers.heartbeat_due_ms:
+                # A quiet Stable member whose heartbeat, and nothing else, fell due: what
+                # every step below would find.
+                self._send_heartbeat(now, out)
+                self._idle_until = None
+                return out
         if self._closed or not self._started:
             return out
         in_flight = self._in_flight
@@ -654,6 +702,11 @@ class GroupClient:
             return  # an answer the client gave up waiting for
         del self._in_flight[kind]
         _RECEIVERS[kind](self, flight, response, now)
+        # Most answers leave a quiet Stable member (a heartbeat's, a commit's): then nothing is
+        # due before its next deadline, and the host's next outgoing() need not look again.
+        deadline = self._quiet_deadline()
+        if deadline is not None and deadline > now:
+            self._idle_until = deadline
 
     def fail(self, request: ClientRequest, now_ms: int, reason: str = "disconnected") -> None:
         """``request`` will never be answered (its connection was lost)."""
@@ -672,13 +725,14 @@ class GroupClient:
             return None if idle == _NO_DEADLINE else idle
         return self._next_deadline()
 
-    def _next_deadline(self) -> int | None:
-        if self._closed or not self._started:
-            return None
-        t = self._timers
-        in_flight = self._in_flight
+    def _quiet_deadline(self) -> int | None:
+        """The next deadline of a quiet Stable member (nothing in flight, queued or wanted, the
+        common case), whose ``outgoing`` has nothing to send before it; None for any other."""
+        self._quiet_until = None
         if (
-            not in_flight
+            not self._in_flight
+            and not self._closed
+            and self._started
             and self._state is STABLE
             and not self._closing
             and self._coordinator is not None
@@ -686,19 +740,37 @@ class GroupClient:
             and not self._rejoin.needed
             and self._pending_sync is None
             and not self._partitions.awaiting_positions
-            and not self._metadata_wanted_now()
+            and self._metadata_fetched_ms is not None
+            and not self._metadata_rebase
+            and not self._metadata_refresh_requested
+            and self._leader_work is None  # (with the three above: not _metadata_wanted_now())
         ):
-            # A quiet Stable member (most calls): the same deadlines as below, without the list.
-            assert self._metadata_fetched_ms is not None
+            # The deadlines _next_deadline would list for it, without the list.
+            t = self._timers
             config = self._config
-            refresh = self._metadata_fetched_ms + config.metadata_max_age_ms
+            quiet = self._metadata_fetched_ms + config.metadata_max_age_ms
             retry = t.metadata_retry_ms
-            return min(
-                refresh if refresh >= retry else retry,
-                t.heartbeat_due_ms,
-                t.session_deadline_ms,
-                t.poll_timer_start_ms + config.max_poll_interval_ms,
-            )
+            if retry > quiet:
+                quiet = retry
+            deadline = t.session_deadline_ms
+            if deadline < quiet:
+                quiet = deadline
+            deadline = t.poll_timer_start_ms + config.max_poll_interval_ms
+            if deadline < quiet:
+                quiet = deadline
+            self._quiet_until = quiet
+            heartbeat = t.heartbeat_due_ms
+            return heartbeat if heartbeat < quiet else quiet
+        return None
+
+    def _next_deadline(self) -> int | None:
+        deadline = self._quiet_deadline()
+        if deadline is not None:
+            return deadline
+        if self._closed or not self._started:
+            return None
+        t = self._timers
+        in_flight = self._in_flight
         deadlines = [flight.deadline_ms for flight in in_flight.values()]
         coordinator_known = self._coordinator is not None
         if (
@@ -816,7 +888,7 @@ class GroupClient:
             and _FIND not in self._in_flight
             and now >= self._timers.find_retry_ms
         ):
-            self._send(_FIND, FindCoordinatorRequest(key=self._config.group_id), now, out)
+            self._send(_FIND, _find_coordinator_request(key=self._config.group_id), now, out)
 
     def _on_find_coordinator(self, response: FindCoordinatorResponse, now: int) -> None:
         error = response.error_code
@@ -861,7 +933,11 @@ class GroupClient:
     # ------------------------------------------------------------------ metadata
 
     def _watched_topics(self) -> tuple[str, ...]:
-        return tuple(sorted(set(self._config.topics) | self._group_subscription))
+        group = self._group_subscription
+        watched = self._watched
+        if watched is None or watched[0] is not group:
+            watched = self._watched = (group, tuple(sorted(set(self._config.topics) | group)))
+        return watched[1]
 
     def _metadata_wanted_now(self) -> bool:
         work = self._leader_work
@@ -886,7 +962,7 @@ class GroupClient:
             purpose = _MetadataPurpose.REFRESH
         else:
             return
-        request = MetadataRequest(topics=self._watched_topics())
+        request = _metadata_request(topics=self._watched_topics())
         if purpose is _MetadataPurpose.ASSIGNMENT:
             assert work is not None
             work.metadata_request = request
@@ -906,18 +982,16 @@ class GroupClient:
 
     def _on_metadata(self, flight: _InFlight, response: MetadataResponse, now: int) -> None:
         assert isinstance(flight.request, MetadataRequest)
-        requested = flight.request.topics or ()
         answered = {t.name: (t.partitions if t.error_code == _NONE else 0) for t in response.topics}
-        changed = sorted(
-            topic
-            for topic in requested
-            if topic in answered
-            and topic in self._metadata
-            and self._metadata[topic] != answered[topic]
-        )
-        for topic in requested:
-            if topic in answered:
-                self._metadata[topic] = answered[topic]
+        metadata = self._metadata
+        changed = []
+        for topic in flight.request.topics or ():  # sorted, each once
+            count = answered.get(topic)
+            if count is not None:
+                known = metadata.get(topic)
+                if known is not None and known != count:
+                    changed.append(topic)
+                metadata[topic] = count
         self._metadata_fetched_ms = now
         work = self._leader_work
         if work is not None and work.metadata_request is flight.request:
@@ -1013,7 +1087,7 @@ class GroupClient:
     def _send_join_group(self, now: int, out: list[ClientRequest]) -> None:
         config = self._config
         generation = self._generation
-        request = JoinGroupRequest(
+        request = _join_group_request(
             group_id=config.group_id,
             member_id=generation.member_id,
             group_instance_id=config.group_instance_id,
@@ -1124,7 +1198,7 @@ class GroupClient:
 
     def _sync_request(self, assignments: tuple[Assignment, ...]) -> SyncGroupRequest:
         generation = self._generation
-        return SyncGroupRequest(
+        return _sync_group_request(
             group_id=self._config.group_id,
             generation_id=generation.generation_id,
             member_id=generation.member_id,
@@ -1200,15 +1274,16 @@ class GroupClient:
                 "the assignment does not match the subscription", wait_for_poll=False
             )
             return
-        owned = set(self._partitions.assignment)
-        assigned = set(decoded)
+        owned = self._partitions.assignment
+        assigned = frozenset(decoded)
         if self._protocol is RebalanceProtocol.COOPERATIVE:
             revoked = owned - assigned
             if revoked:
                 self._revoke(revoked, now, commit=True)
                 self._request_rejoin("need to revoke partitions and re-join", wait_for_poll=False)
+        in_order = _sorted(assigned)
         self._assignor_state = AssignorState(
-            previous_assignment=_sorted(assigned), generation=self._generation.generation_id
+            previous_assignment=in_order, generation=self._generation.generation_id
         )
         if self._config.enable_auto_commit:
             self._timers.next_auto_commit_ms = now + self._config.auto_commit_interval_ms
@@ -1221,19 +1296,21 @@ class GroupClient:
                 at_ms=now,
                 generation=self._generation.generation_id,
                 partitions=added,
-                assignment=_sorted(assigned),
+                assignment=in_order,
             )
         )
 
     # ------------------------------------------------------------------ partitions
 
-    def _set_assignment(self, assigned: set[TopicPartitionPair]) -> None:
+    def _set_assignment(self, assigned: AbstractSet[TopicPartitionPair]) -> None:
         p = self._partitions
-        p.assignment = set(assigned)
+        p.assignment = assigned if type(assigned) is frozenset else frozenset(assigned)
         p.positions = {tp: o for tp, o in p.positions.items() if tp in assigned}
         p.awaiting_positions = {tp for tp in assigned if tp not in p.positions}
 
-    def _revoke(self, partitions: set[TopicPartitionPair], now: int, *, commit: bool) -> None:
+    def _revoke(
+        self, partitions: AbstractSet[TopicPartitionPair], now: int, *, commit: bool
+    ) -> None:
         """Give partitions up in order: commit their positions if asked (auto-commit), tell."""
         if commit and self._config.enable_auto_commit and self._state is STABLE:
             positions = self._partitions.positions
@@ -1248,24 +1325,30 @@ class GroupClient:
             self._emit(PartitionsRevoked(at_ms=now, partitions=revoked))
         self._set_assignment(self._partitions.assignment - partitions)
 
-    def _lose(self, partitions: set[TopicPartitionPair], now: int) -> None:
+    def _lose(self, partitions: AbstractSet[TopicPartitionPair], now: int) -> None:
         lost = _sorted(partitions)
         if self._listener is not None:
             self._listener.on_partitions_lost(lost)
         self._emit(PartitionsLost(at_ms=now, partitions=lost))
         self._set_assignment(self._partitions.assignment - partitions)
 
-    def _set_position(self, method: str, tp: TopicPartitionPair, offset: int) -> None:
-        self._idle_until = None
+    def _set_positions(
+        self, method: str, positions: Iterable[tuple[TopicPartitionPair, int]]
+    ) -> None:
+        # A position alone sends nothing (commits take them later): the client stays idle.
         partitions = self._partitions
-        if tp not in partitions.assignment:
-            raise ValueError(f"{method}: partition {tp} is not assigned to this consumer")
-        if type(offset) is not int or not 0 <= offset <= INT64_MAX:
-            raise ValueError(f"{method}: offset {offset!r} must be an int >= 0")
-        partitions.positions[tp] = offset
+        assignment = partitions.assignment
+        recorded = partitions.positions
         awaiting = partitions.awaiting_positions
-        if awaiting:
-            awaiting.discard(tp)
+        for tp, offset in positions:
+            if tp not in assignment:
+                raise ValueError(f"{method}: partition {tp} is not assigned to this consumer")
+            if type(offset) is not int or not 0 <= offset <= INT64_MAX:
+                raise ValueError(f"{method}: offset {offset!r} must be an int >= 0")
+            recorded[tp] = offset
+            if awaiting and tp in awaiting:
+                awaiting.remove(tp)
+                self._idle_until = None  # its OffsetFetch is no longer wanted
 
     def _consumed(self) -> dict[TopicPartitionPair, int]:
         """Kafka's ``SubscriptionState.allConsumed``: every owned partition with a position."""
@@ -1305,20 +1388,20 @@ class GroupClient:
         t.heartbeat_due_ms = now + config.heartbeat_interval_ms
         t.heartbeat_sent_ms = now
         generation = self._generation
-        request = self._heartbeat_request
-        if request is None or self._heartbeat_generation is not generation:
-            # One request per generation (Kafka's consumer resends the same fields too).
-            request = self._heartbeat_request = HeartbeatRequest(
+        flight = self._heartbeat_flight
+        if flight is None or flight.generation is not generation:
+            # One request per generation (Kafka's consumer resends the same fields too), and
+            # one in-flight record for it: at most one heartbeat is in flight.
+            request = _heartbeat_request(
                 group_id=config.group_id,
                 generation_id=generation.generation_id,
                 member_id=generation.member_id,
                 group_instance_id=config.group_instance_id,
             )
-            self._heartbeat_generation = generation
-        self._in_flight[_HEARTBEAT] = _InFlight(
-            request, now + config.request_timeout_ms, generation, None, _REFRESH
-        )
-        out.append(request)
+            flight = self._heartbeat_flight = _InFlight(request, 0, generation, None, _REFRESH)
+        flight.deadline_ms = now + config.request_timeout_ms
+        self._in_flight[_HEARTBEAT] = flight
+        out.append(flight.request)
 
     def _on_heartbeat(self, flight: _InFlight, response: HeartbeatResponse, now: int) -> None:
         """Kafka's ``HeartbeatResponseHandler`` and the heartbeat thread's listener."""
@@ -1363,13 +1446,14 @@ class GroupClient:
     # ------------------------------------------------------------------ commits
 
     def _enqueue_commit(self, offsets: dict[TopicPartitionPair, int], *, auto: bool) -> None:
+        """Queue ``offsets``, a dict made for the call: the batch keeps it."""
         if not offsets:
             return
         queue = self._commit_queue
         if auto and queue and queue[-1].auto:
             queue[-1].offsets.update(offsets)  # an unsent auto-commit: send the newest positions
         else:
-            queue.append(_CommitBatch(offsets=dict(offsets), auto=auto))
+            queue.append(_CommitBatch(offsets=offsets, auto=auto))
 
     def _retry_commit(self, batch: _CommitBatch, now: int) -> None:
         queue = self._commit_queue
@@ -1414,14 +1498,14 @@ class GroupClient:
                 )
                 continue
             generation = self._generation
-            request = OffsetCommitRequest(
+            request = _offset_commit_request(
                 group_id=self._config.group_id,
                 generation_id=generation.generation_id,
                 member_id=generation.member_id,
                 group_instance_id=self._config.group_instance_id,
                 offsets=tuple(
                     [
-                        PartitionOffset(topic=topic, partition=partition, offset=offset)
+                        _partition_offset(topic=topic, partition=partition, offset=offset)
                         for (topic, partition), offset in sorted(batch.offsets.items())
                     ]
                 ),
@@ -1443,7 +1527,8 @@ class GroupClient:
             elif error == _NONE:
                 error = result.error_code
         if error == _NONE:
-            self._emit(CommitCompleted(at_ms=now, offsets=dict(batch.offsets), auto=batch.auto))
+            # The batch ends here: the event takes its offsets.
+            self._emit(CommitCompleted(at_ms=now, offsets=batch.offsets, auto=batch.auto))
             return
         name = Errors.name_of(error)
         if error in _COORDINATOR_ERRORS:
@@ -1478,9 +1563,11 @@ class GroupClient:
             and _FETCH not in self._in_flight
             and now >= self._timers.fetch_retry_ms
         ):
-            request = OffsetFetchRequest(
+            request = _offset_fetch_request(
                 group_id=self._config.group_id,
-                partitions=tuple(TopicPartition(topic=t, partition=p) for t, p in sorted(awaiting)),
+                partitions=tuple(
+                    _topic_partition(topic=t, partition=p) for t, p in sorted(awaiting)
+                ),
             )
             self._send(_FETCH, request, now, out)
 

@@ -69,6 +69,8 @@ from coordinator_engine.requests import (
     OffsetFetchRequest,
     PartitionOffset,
     TopicPartition,
+    check_str,
+    trusted_constructor,
 )
 from coordinator_engine.responses import (
     HandoffHeartbeatResponse,
@@ -138,8 +140,18 @@ def _sorted(partitions: Iterable[TP]) -> tuple[TP, ...]:
     return tuple(sorted(partitions))
 
 
+# The requests the client builds hold values that fit their Kafka types by construction (its
+# checked config and positions, a member id checked when drawn): built without the field
+# checks, which would otherwise run on every request of every member.
+_heartbeat_request = trusted_constructor(HandoffHeartbeatRequest)
+_offset_commit_request = trusted_constructor(OffsetCommitRequest)
+_partition_offset = trusted_constructor(PartitionOffset)
+_offset_fetch_request = trusted_constructor(OffsetFetchRequest)
+_topic_partition = trusted_constructor(TopicPartition)
+
+
 def _tps(partitions: Iterable[TP]) -> tuple[TopicPartition, ...]:
-    return tuple(TopicPartition(topic=t, partition=p) for t, p in sorted(partitions))
+    return tuple(_topic_partition(topic=t, partition=p) for t, p in sorted(partitions))
 
 
 @dataclass(slots=True)
@@ -472,6 +484,24 @@ class HandoffClient:
         if self._closed or not self._started:
             return None
         t = self._timers
+        if (
+            self._joined
+            and self._heartbeat is None
+            and self._commit is None
+            and self._fetch is None
+            and self._leave is None
+            and not self._leaving
+            and not self._heartbeat_now
+            and not self._to_commit
+            and not self._to_fetch
+        ):
+            # A member between heartbeats (most calls): the deadlines below, without the lists.
+            due = t.heartbeat_due_ms
+            retry = t.heartbeat_retry_ms
+            if retry > due:
+                due = retry
+            session = self._session_deadline()
+            return due if due < session else session
         flights = [self._heartbeat, self._commit, self._fetch, self._leave]
         deadlines = [f.deadline_ms for f in flights if f is not None]
         if self._leaving:
@@ -510,6 +540,7 @@ class HandoffClient:
         member_id = self._new_id()
         if not isinstance(member_id, str) or not member_id:
             raise ValueError(f"member_id_factory gave {member_id!r}, not a non-empty str")
+        check_str("HandoffClient", "member_id", member_id)  # requests carry it unchecked
         return member_id
 
     def _emit(self, event: ClientEvent) -> None:
@@ -620,7 +651,7 @@ class HandoffClient:
         started: tuple[TopicPartition, ...],
     ) -> HandoffHeartbeatRequest:
         cfg = self._config
-        return HandoffHeartbeatRequest(
+        return _heartbeat_request(
             group_id=cfg.group_id,
             member_id=self._member_id,
             member_epoch=epoch,
@@ -767,12 +798,12 @@ class HandoffClient:
         ):
             return
         offsets, self._to_commit = dict(sorted(self._to_commit.items())), {}
-        request = OffsetCommitRequest(
+        request = _offset_commit_request(
             group_id=self._config.group_id,
             generation_id=max(self._epoch, 1),
             member_id=self._member_id,
             offsets=tuple(
-                PartitionOffset(topic=t, partition=p, offset=o) for (t, p), o in offsets.items()
+                _partition_offset(topic=t, partition=p, offset=o) for (t, p), o in offsets.items()
             ),
         )
         self._commit = self._flight(request, now, offsets=offsets)
@@ -835,7 +866,7 @@ class HandoffClient:
             or now < self._timers.fetch_retry_ms
         ):
             return
-        request = OffsetFetchRequest(
+        request = _offset_fetch_request(
             group_id=self._config.group_id, partitions=_tps(self._to_fetch)
         )
         self._fetch = self._flight(request, now)
@@ -883,7 +914,7 @@ class HandoffClient:
             self._left(now, sent=False)
             return
         cfg = self._config
-        request = HandoffHeartbeatRequest(
+        request = _heartbeat_request(
             group_id=cfg.group_id,
             member_id=self._member_id,
             member_epoch=-1,

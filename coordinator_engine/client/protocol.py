@@ -23,6 +23,7 @@ would fail the rebalance with an exception instead).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -64,21 +65,47 @@ def join_protocols(
     generation_id: int,
     state: AssignorState,
 ) -> tuple[Protocol, ...]:
-    """The JoinGroup protocols: one per assignor, in preference order (``metadata()``)."""
-    owned = tuple(sorted(owned_partitions))
+    """The JoinGroup protocols: one per assignor, in preference order (``metadata()``).
+
+    The members of a group mostly join with the same inputs (the same topics and generation,
+    nothing owned under EAGER, a member rejoining with the id it was given): the encodings of
+    the latest few thousand inputs are kept (the protocols are immutable)."""
+    assignors = tuple(assignors)
+    # The assignor state counts only for the assignors whose user data carries it.
+    sticky = state if "sticky" in assignors else None
+    cooperative = state.generation if "cooperative-sticky" in assignors else None
+    return _join_protocols(
+        assignors,
+        tuple(topics),
+        tuple(sorted(owned_partitions)),
+        generation_id,
+        sticky,
+        cooperative,
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _join_protocols(
+    assignors: tuple[str, ...],
+    topics: tuple[str, ...],
+    owned: tuple[TopicPartitionPair, ...],
+    generation_id: int,
+    sticky: AssignorState | None,
+    cooperative_generation: int | None,
+) -> tuple[Protocol, ...]:
     protocols = []
     for name in assignors:
         user_data: bytes | None = None
-        if name == "sticky" and state.previous_assignment is not None:
+        if name == "sticky" and sticky is not None and sticky.previous_assignment is not None:
             user_data = encode_sticky_assignor_user_data(
                 StickyAssignorUserData(
-                    previous_assignment=state.previous_assignment, generation=state.generation
+                    previous_assignment=sticky.previous_assignment, generation=sticky.generation
                 )
             )
-        elif name == "cooperative-sticky":
-            user_data = encode_cooperative_sticky_assignor_user_data(state.generation)
+        elif name == "cooperative-sticky" and cooperative_generation is not None:
+            user_data = encode_cooperative_sticky_assignor_user_data(cooperative_generation)
         subscription = ConsumerProtocolSubscription(
-            topics=tuple(topics),
+            topics=topics,
             user_data=user_data,
             owned_partitions=owned,
             generation_id=generation_id,

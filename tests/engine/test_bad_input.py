@@ -30,6 +30,7 @@ from coordinator_engine import (
     SyncGroupRequest,
     TopicPartition,
 )
+from coordinator_engine.requests import FieldError, trusted_constructor
 
 from .harness import Context
 
@@ -259,3 +260,19 @@ def test_any_well_typed_request_sequence_gets_answers_and_never_an_exception(
         ctx.coord.advance(now)
     assert all(reply.done for reply in parked)
     ctx.coord.cleanup(now + 10**12)
+
+
+def test_a_trusted_constructor_builds_the_same_request_without_the_field_checks() -> None:
+    build = trusted_constructor(PartitionOffset)
+
+    assert build(topic="t", partition=1, offset=5) == PartitionOffset(
+        topic="t", partition=1, offset=5
+    )
+    assert build(topic="t", partition=1, offset=5, metadata=None, leader_epoch=3) == (
+        PartitionOffset(topic="t", partition=1, offset=5, metadata=None, leader_epoch=3)
+    )
+    with pytest.raises(FieldError):
+        PartitionOffset(topic="t", partition=-1, offset=5)
+    assert build(topic="t", partition=-1, offset=5).partition == -1  # not checked: trusted
+    with pytest.raises(TypeError):
+        build(topic="t", partition=1)  # a field without a default is still required

@@ -61,6 +61,27 @@ def test_auto_commit_stores_the_consumed_positions_every_interval() -> None:
     assert (commit.generation_id, commit.member_id) == (client.generation, client.member_id)
 
 
+def test_record_positions_records_many_partitions_at_once_as_record_consumed_does() -> None:
+    harness = ClientHarness(TOPICS)
+    consumer = harness.add("c0", config(auto_commit_interval_ms=5000))
+    harness.run_until(harness.stable, within_ms=30000)
+    client = consumer.client
+
+    client.record_positions({("payments", 1): 17, ("payments", 3): 5})
+
+    assert client.positions == {
+        ("payments", 0): 0,
+        ("payments", 1): 17,
+        ("payments", 2): 0,
+        ("payments", 3): 5,
+    }
+    with pytest.raises(ValueError, match=r"record_positions: partition .* is not assigned"):
+        client.record_positions({("payments", 2): 9, ("other", 0): 1})
+    assert client.positions[("payments", 2)] == 9  # in order, as record_consumed one by one
+    with pytest.raises(ValueError, match="must be an int >= 0"):
+        client.record_positions({("payments", 0): -1})
+
+
 def test_a_manual_commit_is_stored_and_reported() -> None:
     harness = ClientHarness(TOPICS)
     consumer = harness.add("c0", config(enable_auto_commit=False))

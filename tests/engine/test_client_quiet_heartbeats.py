@@ -10,7 +10,14 @@ import pytest
 
 from coordinator_engine import CoordinatorConfig
 from coordinator_engine.client import ConsumerConfig, GroupClient, MemberState
-from coordinator_engine.requests import HeartbeatRequest, JoinGroupRequest, OffsetCommitRequest
+from coordinator_engine.errors import Errors
+from coordinator_engine.requests import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+)
+from coordinator_engine.responses import HeartbeatResponse
 from tests.engine.client_harness import ClientHarness
 
 GROUP = "orders"
@@ -147,3 +154,56 @@ def test_auto_commit_due_ms_says_when_a_poll_commits() -> None:
     client.poll(due)
     assert [r for r in client.outgoing(due) if isinstance(r, OffsetCommitRequest)]
     assert client.auto_commit_due_ms == due + 5000
+
+
+def test_an_idle_client_whose_heartbeat_is_answered_none_is_idle_again_until_its_next_tick() -> (
+    None
+):
+    harness = ClientHarness(TOPICS, QUICK)
+    consumer = harness.add("c0", config(enable_auto_commit=False), quiet_heartbeats=True)
+    harness.run_until(harness.stable, within_ms=30000)
+    client = consumer.client
+    consumer.polling = False
+    assert client.outgoing(harness.now) == []
+    due = client.next_deadline_ms()
+    assert due is not None
+
+    (heartbeat,) = client.outgoing(due)
+    assert isinstance(heartbeat, HeartbeatRequest)
+    client.receive(heartbeat, HeartbeatResponse(error_code=Errors.NONE), due)
+    assert client.next_deadline_ms() == due + 9000  # the last tick before the session ends
+    assert client.outgoing(due) == []
+    assert client.outgoing(due + 8999) == []
+    assert [type(r) for r in client.outgoing(due + 9000)] == [HeartbeatRequest]
+
+
+def test_a_heartbeat_answered_after_the_poll_timeout_lets_the_member_leave() -> None:
+    harness = ClientHarness(TOPICS, QUICK)
+    consumer = harness.add("c0", config(enable_auto_commit=False), quiet_heartbeats=True)
+    harness.run_until(harness.stable, within_ms=30000)
+    client = consumer.client
+    consumer.polling = False
+    last_poll = harness.now
+    assert client.outgoing(last_poll) == []
+    due = client.next_deadline_ms()
+    assert due is not None
+
+    (heartbeat,) = client.outgoing(due)
+    late = last_poll + 60000  # max_poll_interval_ms ran out while the answer was on its way
+    client.receive(heartbeat, HeartbeatResponse(error_code=Errors.NONE), late)
+    assert [type(r) for r in client.outgoing(late)] == [LeaveGroupRequest]
+
+
+def test_a_poll_with_nothing_to_commit_leaves_an_idle_client_idle() -> None:
+    harness = ClientHarness(TOPICS, QUICK)
+    consumer = harness.add("c0", config(enable_auto_commit=False), quiet_heartbeats=True)
+    harness.run_until(harness.stable, within_ms=30000)
+    client = consumer.client
+    consumer.polling = False
+    assert client.outgoing(harness.now) == []
+    due = client.next_deadline_ms()
+    assert due is not None
+
+    client.poll(due - 1)
+    assert client.outgoing(due - 1) == []
+    assert client.next_deadline_ms() == due

@@ -298,16 +298,14 @@ class Member(Process):
             return
         if awaiting or now >= client.auto_commit_due_ms:
             position = consumed_offset(now)
-            for topic, partition in client.assignment:
-                client.record_consumed(topic, partition, position + partition)
+            client.record_positions({tp: position + tp[1] for tp in client.assignment})
         client.poll(now)
         self.poll_due = min(client.auto_commit_due_ms, now + self.max_poll_ms)
 
     def close(self) -> None:
         client = self.client
         position = consumed_offset(self.run.now)
-        for topic, partition in client.assignment:
-            client.record_consumed(topic, partition, position + partition)
+        client.record_positions({tp: position + tp[1] for tp in client.assignment})
         super().close()
 
     def assigning(self) -> bool:
