@@ -759,3 +759,22 @@ def test_a_member_that_holds_its_revocation_is_fenced_at_the_rebalance_timeout_a
     }
     a.client.hold_revocations(False)
     assert not a.client.revocations_held
+
+
+def test_a_held_revocation_let_go_in_time_finishes_without_a_fence(h: Harness) -> None:
+    a = h.add("a", rebalance_timeout_ms=20000)
+    h.run(1000)
+    a.client.hold_revocations(True)
+    h.add("b")
+    h.run(INTERVAL_MS + 5000)
+    assert a.client.pending_revocation and not h.members["b"].client.fetchable
+    # Nothing timed while held: the client's next deadline is its heartbeat, not now.
+    deadline = a.client.next_deadline_ms()
+    assert deadline is not None and deadline > h.now
+    a.client.hold_revocations(False)
+    h.run(2 * INTERVAL_MS)
+    (revoked,) = a.events_of(PartitionsRevoked)
+    assert revoked.partitions == ((TOPIC, 3), (TOPIC, 4), (TOPIC, 5))
+    assert not a.events_of(PartitionsLost)
+    assert h.owners() == {"a": [0, 1, 2], "b": [3, 4, 5]}
+    assert not [e for e in h.group().members.values() if e.pending_revocation]
