@@ -54,6 +54,12 @@ OffsetFetch (member id and epoch), naming topics (the engine works with names).
   GROUP_MAX_SIZE_REACHED, GROUP_AUTHORIZATION_FAILED, INVALID_REGULAR_EXPRESSION,
   UNSUPPORTED_VERSION and any code the protocol does not list → ``FatalError`` in words; the
   client stops.
+* **A slow revocation** (``hold_revocations``): the application may hold the revocations
+  back, as a slow ``onPartitionsRevoked`` does in Kafka, whose reconciliation waits for the
+  application thread's callback to complete. A held reconciliation stops after its commit:
+  the member keeps heartbeating at its epoch, the partitions to revoke neither fetched nor
+  released, until the host lets go, or until the coordinator's rebalance timeout fences the
+  member (then it loses everything and joins again, as any fenced member).
 * **Poll timeout** (KIP-62, ``max.poll.interval.ms`` = ``rebalance_timeout_ms``): no
   ``poll()`` for that long while in the group → a leave heartbeat (epoch −1, −2 for a static
   member), ``PartitionsLost``, ``LeftGroup``; the member is STALE (``awaiting_poll``) and
@@ -279,6 +285,7 @@ class ConsumerClient:
         self._timers = _Timers(next_auto_commit_ms=now_ms + config.auto_commit_interval_ms)
         self._events: list[ClientEvent] = []
         self._quiet_heartbeats = quiet_heartbeats
+        self._revocations_held = False
 
     # ------------------------------------------------------------------ public state
 
@@ -428,6 +435,22 @@ class ConsumerClient:
             return
         self._enqueue_commit(checked, auto=False)
 
+    def hold_revocations(self, held: bool) -> None:
+        """Hold back (``True``) or let go (``False``) the revocation of partitions, as a slow
+        ``onPartitionsRevoked`` callback does in Kafka: while held, a reconciliation that
+        revokes partitions waits once its commit is done (``pending_revocation`` stays set,
+        the member keeps heartbeating at its epoch and releases nothing). The coordinator
+        fences a member that holds them past its rebalance timeout. Letting go finishes the
+        reconciliation at the next ``outgoing``."""
+        if type(held) is not bool:
+            raise TypeError("held must be a bool")
+        self._revocations_held = held
+
+    @property
+    def revocations_held(self) -> bool:
+        """Whether ``hold_revocations(True)`` is in force."""
+        return self._revocations_held
+
     def group_changed(self, now_ms: int) -> None:
         """The host learnt that the group changed (its epoch went up, a member's target or
         state changed: it watches the coordinator's events). A member with
@@ -571,7 +594,10 @@ class ConsumerClient:
                 deadlines.append(max(t.fetch_retry_ms, now))
             r = self._reconciliation
             if r is not None:
-                deadlines.append(now if not r.awaiting_commit else r.deadline_ms)
+                if r.awaiting_commit:
+                    deadlines.append(r.deadline_ms)
+                elif not (r.revoke and self._revocations_held):
+                    deadlines.append(now)
         return min(deadlines) if deadlines else None
 
     # ------------------------------------------------------------------ bookkeeping
@@ -910,6 +936,8 @@ class ConsumerClient:
             r.awaiting_commit &= set(self._to_commit) | set(in_flight)
         if r.awaiting_commit and now < r.deadline_ms:
             return
+        if r.revoke and self._revocations_held:
+            return  # the application is still revoking (hold_revocations)
         self._reconciliation = None
         if r.revoke:
             # Past the deadline, a commit of a revoked partition is no longer wanted: another

@@ -15,7 +15,7 @@ const SIMULATIONS_EVERY_MS = 3000;
 const SWITCH_NAMES = { partition_store: "partition store", discovery: "discovery" };
 
 /** Reads a form's fields into the body of its action; throws Error(words) on bad input.
- *  `group.kind` is the shown group's kind ("classic" or "handoff"; null while it does not
+ *  `group.kind` is the shown group's kind ("classic", "handoff" or "consumer"; null while it does not
  *  exist). */
 const BODIES = {
   // One form per switch: data-switch names it, data-to ("up" or "down") what a click does.

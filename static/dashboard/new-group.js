@@ -1,11 +1,12 @@
-// The overview's "New group" (staff only, overview.html): simulated consumers of either
+// The overview's "New group" (staff only, overview.html): simulated consumers of any
 // protocol in a group named here, then the group's page. The group is created by its first
-// consumer's join (a classic JoinGroup, or a first HandoffHeartbeat for a handoff group).
+// consumer's join (a classic JoinGroup, a first HandoffHeartbeat for a handoff group, a first
+// ConsumerGroupHeartbeat for a consumer group).
 
 import { getJSON, postJSON } from "./common.js";
 import { kindConflict, spawnBody, spawnValues, wireSpawnForm } from "./spawn.js";
 
-/** `kindOf(groupId)`: the kind of a group the overview lists ("classic" or "handoff"), or null. */
+/** `kindOf(groupId)`: the kind of a group the overview lists ("classic", "handoff" or "consumer"), or null. */
 export function createNewGroup(section, { kindOf }) {
   const form = section.querySelector("form");
   const result = section.querySelector('[data-testid="new-group-result"]');

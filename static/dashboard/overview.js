@@ -167,7 +167,7 @@ d3.select(".state-legends")
       .call((li) => li.append("span").text((s) => s.help)),
   );
 
-// Staff: a new group, of either kind. A group the overview lists keeps its kind (a Dead one is gone).
+// Staff: a new group, of any kind. A group the overview lists keeps its kind (a Dead one is gone).
 const newGroup = document.querySelector('[data-role="new-group"]');
 if (newGroup) {
   createNewGroup(newGroup, {

@@ -720,3 +720,61 @@ def test_no_partition_is_ever_consumed_by_two_members_at_once(
     held = sorted(p for parts in owners.values() for p in parts)
     if owners:
         assert held == list(range(8)), owners
+
+
+def test_a_member_that_holds_its_revocation_is_fenced_at_the_rebalance_timeout_and_rejoins(
+    h: Harness,
+) -> None:
+    a = h.add("a", rebalance_timeout_ms=20000)
+    h.run(1000)
+    a.client.hold_revocations(True)
+    assert a.client.revocations_held
+    h.add("b")
+    h.run(INTERVAL_MS + 1000)
+    # a was asked to give 3 partitions up: it committed them and holds them back, still
+    # heartbeating at its epoch; b waits for them.
+    assert a.client.pending_revocation == {(TOPIC, p) for p in (3, 4, 5)}
+    assert a.owned() == [0, 1, 2, 3, 4, 5] and sorted(p for _, p in a.client.fetchable) == [0, 1, 2]
+    assert not a.events_of(PartitionsRevoked) and not h.members["b"].client.fetchable
+    asked = [e for e in a.events_of(MemberStateChanged) if e.to_state == "RECONCILING"][-1].at_ms
+    h.run(asked + 20000 - 1000 - h.now)
+    assert h.group().members["a"].pending_revocation  # UNREVOKED, within its rebalance timeout
+    h.run(INTERVAL_MS + 2000)  # the timeout, then a's next heartbeat learns it was fenced
+    (lost,) = a.events_of(PartitionsLost)
+    assert lost.partitions == tuple((TOPIC, p) for p in range(6))
+    assert not a.events_of(PartitionsRevoked)
+    states = [(e.from_state, e.to_state) for e in a.events_of(MemberStateChanged)]
+    assert ("RECONCILING", "FENCED") in states and ("FENCED", "JOINING") in states
+    h.run(10000)
+    # Rejoined under the same id, owning nothing to revoke: it gets its share at once.
+    assert h.owners() == {"a": [0, 1, 2], "b": [3, 4, 5]} and a.client.member_id == "a"
+    # b starts what a held where a committed it before holding it (the harness checked all
+    # along that no partition was fetchable by both).
+    fetched = {
+        tp: o for e in h.members["b"].events_of(OffsetsFetched) for tp, o in e.positions.items()
+    }
+    committed = a.last_commits()
+    assert {p: fetched[(TOPIC, p)] for p in (3, 4, 5)} == {
+        p: committed[(TOPIC, p)] for p in (3, 4, 5)
+    }
+    a.client.hold_revocations(False)
+    assert not a.client.revocations_held
+
+
+def test_a_held_revocation_let_go_in_time_finishes_without_a_fence(h: Harness) -> None:
+    a = h.add("a", rebalance_timeout_ms=20000)
+    h.run(1000)
+    a.client.hold_revocations(True)
+    h.add("b")
+    h.run(INTERVAL_MS + 5000)
+    assert a.client.pending_revocation and not h.members["b"].client.fetchable
+    # Nothing timed while held: the client's next deadline is its heartbeat, not now.
+    deadline = a.client.next_deadline_ms()
+    assert deadline is not None and deadline > h.now
+    a.client.hold_revocations(False)
+    h.run(2 * INTERVAL_MS)
+    (revoked,) = a.events_of(PartitionsRevoked)
+    assert revoked.partitions == ((TOPIC, 3), (TOPIC, 4), (TOPIC, 5))
+    assert not a.events_of(PartitionsLost)
+    assert h.owners() == {"a": [0, 1, 2], "b": [3, 4, 5]}
+    assert not [e for e in h.group().members.values() if e.pending_revocation]

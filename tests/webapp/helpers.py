@@ -14,6 +14,8 @@ from channels.testing import WebsocketCommunicator
 
 from coordinator_engine import (
     Assignment,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     CoordinatorConfig,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -27,6 +29,7 @@ from coordinator_engine import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    OwnedTopicPartitions,
     PartitionOffset,
     Protocol,
     SyncGroupRequest,
@@ -104,6 +107,23 @@ SAMPLES: dict[str, Any] = {
         started=(TopicPartition(topic="t", partition=2),),
         client_id="c",
         client_host="/10.0.0.1",
+    ),
+    "ConsumerGroupHeartbeat": ConsumerGroupHeartbeatRequest(
+        group_id="g",
+        member_id="m",
+        member_epoch=3,
+        instance_id="i",
+        rack_id="r",
+        rebalance_timeout_ms=20_000,
+        subscribed_topic_names=("t",),
+        subscribed_topic_regex="t.*",
+        server_assignor="uniform",
+        topic_partitions=(OwnedTopicPartitions(topic="t", partitions=(0, 2)),),
+        client_id="c",
+        client_host="/10.0.0.1",
+    ),
+    "ConsumerGroupDescribe": ConsumerGroupDescribeRequest(
+        group_ids=("g",), include_authorized_operations=True
     ),
     "FindCoordinator": FindCoordinatorRequest(key="g"),
     "Metadata": MetadataRequest(topics=("t",)),

@@ -4,6 +4,7 @@ docs/ name only paths and modules that exist."""
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import importlib
 import json
@@ -26,7 +27,14 @@ from .helpers import Client
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
 
-REQUEST_OBJECTS = ["Protocol", "Assignment", "MemberIdentity", "PartitionOffset", "TopicPartition"]
+REQUEST_OBJECTS = [
+    "Protocol",
+    "Assignment",
+    "MemberIdentity",
+    "PartitionOffset",
+    "TopicPartition",
+    "OwnedTopicPartitions",
+]
 RESPONSE_OBJECTS = [
     "JoinGroupMember",
     "LeaveMemberResult",
@@ -36,6 +44,8 @@ RESPONSE_OBJECTS = [
     "DescribedMember",
     "ListedGroup",
     "DeleteGroupResult",
+    "ConsumerDescribedGroup",
+    "ConsumerDescribedMember",
 ]
 
 
@@ -53,6 +63,8 @@ def type_name(hint: Any) -> str:
         return f"{type_name(inner)} or null"
     if origin is tuple:
         return f"[{type_name(args[0])}]"
+    if origin is collections.abc.Mapping:
+        return f"{{{type_name(args[0])}: {type_name(args[1])}}}"
     return str(hint.__name__)
 
 

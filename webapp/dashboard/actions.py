@@ -21,7 +21,6 @@ from coordinator_engine import (
     DeleteGroupsRequest,
     Errors,
     GroupState,
-    HandoffGroupView,
     LeaveGroupRequest,
     MemberIdentity,
     OffsetCommitRequest,
@@ -37,6 +36,7 @@ from webapp.runtime.topics import InvalidTopicError, UnknownTopicError
 from webapp.simulation.manager import ACTIONS, SimulationError, simulation_for, spec_from_json
 
 from .access import staff_view
+from .api import group_summary
 
 __all__ = ["ACTION_NAMES", "admin_action"]
 
@@ -147,12 +147,14 @@ async def spawn(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:
 
 
 def _require_kind(runtime: CoordinatorRuntime, group_id: str, protocol: str) -> None:
-    """Kinds do not mix (docs/engine.md, "Handoff groups"): consumers of the other protocol
-    would each be refused with INCONSISTENT_GROUP_PROTOCOL and stop, so none is started."""
+    """Kinds do not mix (docs/engine.md, "Handoff groups", "Consumer groups"): consumers of
+    another protocol would each be refused with INCONSISTENT_GROUP_PROTOCOL and stop, so none
+    is started. (An Empty classic or consumer group may be taken over by the other protocol's
+    join, as in Kafka; the action still keeps to the group's kind, as the page does.)"""
     view = runtime.group(group_id)
     if view is None:
         return
-    kind = "handoff" if isinstance(view, HandoffGroupView) else "classic"
+    kind = group_summary(view)["kind"]
     if kind != protocol:
         raise Refused(
             409,

@@ -16,6 +16,7 @@ from typing import Any, Protocol, overload
 
 from coordinator_engine import (
     CleanupResult,
+    CoordinatorConfig,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DescribeGroupsRequest,
@@ -82,6 +83,11 @@ class RuntimeAPI(Protocol):
     ``websocket``, ``simulated``); ``connection`` the connection a handoff member heartbeats on
     (its departure makes the member leave). See the runtime's docstring for both.
     """
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        """The engine's configuration (a consumer-protocol member's client is told the
+        coordinator's session, which it does not choose)."""
 
     @property
     def turns(self) -> TurnBudget:

@@ -1,5 +1,6 @@
-"""Running the sans-IO consumer clients (`coordinator_engine.client.GroupClient`, and
-`HandoffClient` for handoff groups, driven by the same calls) on asyncio.
+"""Running the sans-IO consumer clients (`coordinator_engine.client.GroupClient`,
+`HandoffClient` for handoff groups and `ConsumerClient` for KIP-848 consumer groups, all
+driven by the same calls) on asyncio.
 
 Theory of operation
 -------------------
@@ -31,7 +32,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from coordinator_engine.client import ClientEvent, GroupClient, HandoffClient
+from coordinator_engine.client import ClientEvent, ConsumerClient, GroupClient, HandoffClient
 from webapp.runtime.api import RuntimeAPI
 from webapp.transports.websocket.codec import FrameError, decode_response, request_frame
 
@@ -216,12 +217,12 @@ def _call(callback: Callable[[Any], None], argument: Any) -> None:
 
 
 class ClientDriver:
-    """Drives one GroupClient or HandoffClient (the same calls) over a transport on the
-    running asyncio loop."""
+    """Drives one GroupClient, HandoffClient or ConsumerClient (the same calls) over a
+    transport on the running asyncio loop."""
 
     def __init__(
         self,
-        client: GroupClient | HandoffClient,
+        client: GroupClient | HandoffClient | ConsumerClient,
         transport: Transport,
         clock: Callable[[], int],
         on_event: Callable[[ClientEvent], None] | None = None,

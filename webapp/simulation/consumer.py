@@ -35,6 +35,20 @@ behaviours: steady, crash, flapping, graceful_leave, and
 group.instance.id.) A stopped, killed or crashed consumer ends its connection: the runtime's
 discovery makes its handoff member leave at once.
 
+With ``protocol="consumer"`` it is a member of a KIP-848 consumer group (Kafka 4's
+``group.protocol=consumer``): the sans-IO `ConsumerClient`, the same Fetcher following what
+the client lets it fetch (owned, position known, not being revoked). The coordinator assigns
+(`assignor` is the server assignor it asks for, `uniform` or `range`; `max_poll_interval_ms`
+is its rebalance timeout); the coordinator's own session and heartbeat interval apply. Its
+behaviours: steady, slow, crash (the coordinator fences it when its session runs out),
+flapping, graceful_leave, static_restart (it closes with epoch -2, so the coordinator keeps its
+assignment, and comes back with the same instance id: no rebalance), and
+
+- slow_revoke: holds every revocation back (`ConsumerClient.hold_revocations`, as a slow
+  onPartitionsRevoked) for longer than its rebalance timeout: the group stays Reconciling, the
+  partitions it should give up wait, until the coordinator fences it; it loses everything and
+  joins again.
+
 A consumer the coordinator refuses for good (Kafka's consumer throws these from poll(): a
 protocol the group does not share, a fenced static instance, a full group) stops with status
 "failed" and the error in words.
@@ -53,13 +67,16 @@ from coordinator_engine.assignors import TopicPartitionPair
 from coordinator_engine.client import (
     ClientEvent,
     CloseConfirmed,
+    ConsumerClient,
     ConsumerConfig,
+    ConsumerProtocolConfig,
     FatalError,
     GroupClient,
     HandoffClient,
     HandoffConfig,
     HandoffJoined,
     JoinedGroup,
+    MemberEpochChanged,
     MemberState,
     PartitionsAssigned,
     PartitionsLost,
@@ -67,6 +84,7 @@ from coordinator_engine.client import (
     PartitionsToClose,
     PartitionsToStart,
 )
+from coordinator_engine.server_assignors import SERVER_ASSIGNORS
 from webapp.runtime.api import RuntimeAPI
 
 from .client_driver import ClientDriver, InProcessTransport
@@ -83,13 +101,31 @@ class Behaviour(enum.Enum):
     STATIC_RESTART = "static_restart"
     GRACEFUL_LEAVE = "graceful_leave"
     SLOW_CLOSE = "slow_close"
+    SLOW_REVOKE = "slow_revoke"
 
 
-#: The group protocols a simulated consumer speaks: Kafka's classic one, or seed 004's handoff.
-PROTOCOLS = ("classic", "handoff")
+#: The group protocols a simulated consumer speaks: Kafka's classic one, seed 004's handoff,
+#: or KIP-848's consumer protocol.
+PROTOCOLS = ("classic", "handoff", "consumer")
 #: What applies to each protocol.
 BEHAVIOURS = {
-    "classic": tuple(b for b in Behaviour if b is not Behaviour.SLOW_CLOSE),
+    "classic": (
+        Behaviour.STEADY,
+        Behaviour.SLOW,
+        Behaviour.CRASH,
+        Behaviour.FLAPPING,
+        Behaviour.STATIC_RESTART,
+        Behaviour.GRACEFUL_LEAVE,
+    ),
+    "consumer": (
+        Behaviour.STEADY,
+        Behaviour.SLOW,
+        Behaviour.CRASH,
+        Behaviour.FLAPPING,
+        Behaviour.STATIC_RESTART,
+        Behaviour.GRACEFUL_LEAVE,
+        Behaviour.SLOW_REVOKE,
+    ),
     "handoff": (
         Behaviour.STEADY,
         Behaviour.CRASH,
@@ -106,9 +142,12 @@ class ConsumerSpec:
 
     group_id: str
     topics: tuple[str, ...]
-    #: "classic" (JoinGroup/SyncGroup, `GroupClient`) or "handoff" (seed 004, `HandoffClient`;
+    #: "classic" (JoinGroup/SyncGroup, `GroupClient`), "handoff" (seed 004, `HandoffClient`;
     #: `assignor`, `max_poll_interval_ms`, `auto_commit_interval_ms` and `metadata_max_age_ms`
-    #: do not apply: the coordinator plans, and a handoff member commits when it closes).
+    #: do not apply: the coordinator plans, and a handoff member commits when it closes) or
+    #: "consumer" (KIP-848, `ConsumerClient`; `assignor` is the server assignor, one of
+    #: `SERVER_ASSIGNORS`; `session_timeout_ms`, `heartbeat_interval_ms` and
+    #: `metadata_max_age_ms` do not apply: the coordinator's session and interval do).
     protocol: str = "classic"
     behaviour: Behaviour = Behaviour.STEADY
     assignor: str = "range"
@@ -139,6 +178,11 @@ class ConsumerSpec:
             )
         if self.protocol == "handoff" and self.group_instance_id is not None:
             raise ValueError("group_instance_id does not apply to protocol 'handoff'")
+        if self.protocol == "consumer" and self.assignor not in SERVER_ASSIGNORS:
+            raise ValueError(
+                f"assignor {self.assignor!r} does not apply to protocol 'consumer' (the "
+                f"coordinator assigns); one of {', '.join(SERVER_ASSIGNORS)}"
+            )
         if self.behaviour is Behaviour.STATIC_RESTART and self.group_instance_id is None:
             raise ValueError("static_restart needs a group_instance_id")
         for name in ("period_ms", "max_poll_records", "max_partition_fetch_records"):
@@ -172,6 +216,22 @@ class ConsumerSpec:
             heartbeat_interval_ms=self.heartbeat_interval_ms,
         )
 
+    def consumer_protocol_config(
+        self, client_id: str, session_timeout_ms: int
+    ) -> ConsumerProtocolConfig:
+        """``session_timeout_ms``: the coordinator's ``consumer_group_session_timeout_ms``."""
+        return ConsumerProtocolConfig(
+            group_id=self.group_id,
+            topics=self.topics,
+            group_instance_id=self.group_instance_id,
+            server_assignor=self.assignor,
+            rebalance_timeout_ms=self.max_poll_interval_ms,
+            client_id=client_id,
+            client_host="simulated",
+            auto_commit_interval_ms=self.auto_commit_interval_ms,
+            session_timeout_ms=session_timeout_ms,
+        )
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["topics"] = list(self.topics)
@@ -202,6 +262,8 @@ class SimulatedConsumer:
         self.fetcher = Fetcher(self._fetch, max_poll_records=spec.max_poll_records)
         #: Handoff mode: closes asked for and not done yet (slow_close), with their due time.
         self._closes_due: list[tuple[float, tuple[TopicPartitionPair, ...]]] = []
+        #: Consumer protocol, slow_revoke: since when a revocation is held back (loop time).
+        self._revoking_since: float | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -238,9 +300,15 @@ class SimulatedConsumer:
         return self.spec.protocol == "handoff"
 
     def _new_client(self) -> None:
-        client: GroupClient | HandoffClient
+        client: GroupClient | HandoffClient | ConsumerClient
         if self.handoff:
             client = HandoffClient(self.spec.handoff_config(self.name), self.runtime.now_ms())
+        elif self.spec.protocol == "consumer":
+            session_ms = self.runtime.config.consumer_group_session_timeout_ms
+            client = ConsumerClient(
+                self.spec.consumer_protocol_config(self.name, session_ms), self.runtime.now_ms()
+            )
+            client.hold_revocations(self.spec.behaviour is Behaviour.SLOW_REVOKE)
         else:
             client = GroupClient(self.spec.client_config(self.name), self.runtime.now_ms())
         self.driver = ClientDriver(
@@ -248,6 +316,7 @@ class SimulatedConsumer:
         )
         self.fetcher = Fetcher(self._fetch, max_poll_records=self.spec.max_poll_records)
         self._closes_due = []
+        self._revoking_since = None
 
     # -- the application loop ----------------------------------------------------------------
 
@@ -294,9 +363,13 @@ class SimulatedConsumer:
         self.stats.polls += 1
         if isinstance(client, HandoffClient):
             return self._poll_handoff(client)
-        self._follow_assignment(client)
-        if client.state is not MemberState.STABLE:
-            return 0.0
+        if isinstance(client, ConsumerClient):
+            self._hold_revocations(client)
+            self._follow_assignment(client, client.fetchable)
+        else:
+            self._follow_assignment(client, client.assignment)
+            if client.state is not MemberState.STABLE:
+                return 0.0
         records = self.fetcher.poll()
         count = 0
         for r in records:
@@ -305,10 +378,11 @@ class SimulatedConsumer:
         self.stats.consumed += count
         return count * self.spec.record_processing_ms
 
-    def _follow_assignment(self, client: GroupClient) -> None:
-        """Keep the fetcher on the client's partitions, at the positions the client knows
-        (its committed offsets, fetched after each assignment)."""
-        owned = client.assignment
+    def _follow_assignment(
+        self, client: GroupClient | ConsumerClient, owned: frozenset[TopicPartitionPair]
+    ) -> None:
+        """Keep the fetcher on ``owned`` (what the client may consume), at the positions the
+        client knows (its committed offsets, fetched after each assignment)."""
         current = set(self.fetcher.assignment)
         gone = current - owned
         if gone:
@@ -320,11 +394,31 @@ class SimulatedConsumer:
             if position is None:
                 continue  # its OffsetFetch is on the way
             if position < 0:
-                client.seek(tp[0], tp[1], 0)
+                # No committed offset and a reset policy other than "earliest": start at 0.
+                if isinstance(client, GroupClient):
+                    client.seek(tp[0], tp[1], 0)
                 position = 0
             new[tp] = position
         if new:
             self.fetcher.assign(new)
+
+    def _hold_revocations(self, client: ConsumerClient) -> None:
+        """slow_revoke: each revocation is held back for 1.5 times the rebalance timeout (the
+        coordinator fences the member before that, and the fenced client drops it), then let
+        go; the next one is held again."""
+        if self.spec.behaviour is not Behaviour.SLOW_REVOKE:
+            return
+        now = asyncio.get_running_loop().time()
+        if not client.pending_revocation:
+            self._revoking_since = None
+            client.hold_revocations(True)
+        elif self._revoking_since is None:
+            self._revoking_since = now
+            self.stats.history.append("holding a revocation longer than its rebalance timeout")
+        elif now - self._revoking_since >= 1.5 * self.spec.max_poll_interval_ms / 1000:
+            client.hold_revocations(False)
+            assert self.driver is not None
+            self.driver.kick()
 
     def _poll_handoff(self, client: HandoffClient) -> float:
         """Handoff mode: close what is due, then consume the started partitions only (the
@@ -381,7 +475,8 @@ class SimulatedConsumer:
             | HandoffJoined
             | PartitionsToStart
             | PartitionsToClose
-            | CloseConfirmed,
+            | CloseConfirmed
+            | MemberEpochChanged,
         ):
             self.stats.history.append(f"{event.type} {event.to_json()}")
             del self.stats.history[:-20]
@@ -415,6 +510,16 @@ class SimulatedConsumer:
             await self._sleep_ms(500)
             self._new_client()
             self.stats.restarts += 1
+        elif behaviour is Behaviour.STATIC_RESTART and isinstance(
+            self.driver.client, ConsumerClient
+        ):
+            # KIP-848: the old process leaves with epoch -2 (the coordinator keeps its
+            # assignment); a new one with the same instance id takes it over.
+            self.stats.history.append("restarted (static member, left with epoch -2)")
+            await self.driver.close()
+            await self._sleep_ms(500)
+            self._new_client()
+            self.stats.restarts += 1
         elif behaviour is Behaviour.STATIC_RESTART:
             self.stats.history.append("restarted (static member)")
             self.driver.stop()
@@ -443,6 +548,14 @@ class SimulatedConsumer:
                 "generation": client.epoch,  # the group's epoch, the plan in force
                 "state": client.group_state if client.joined else "UNJOINED",
                 "assignment": sorted([t, p] for t, p in client.consuming),
+            }
+        if isinstance(client, ConsumerClient):
+            return {
+                **self._stats_json(),
+                "member_id": client.member_id,
+                "generation": client.epoch,  # the member epoch
+                "state": client.state.value,
+                "assignment": sorted([t, p] for t, p in client.assignment),
             }
         return {
             **self._stats_json(),

@@ -1,4 +1,4 @@
-"""The live demo `make run` starts: three groups that keep rebalancing.
+"""The live demo `make run` starts: four groups that keep rebalancing.
 
 - `orders-eager` (eager `range` over `orders`, 12 partitions): steady members, one that flaps
   (leaves and rejoins), one too slow for max.poll.interval.ms, one that crashes (session
@@ -11,12 +11,20 @@
   owner starts it. A steady member, one slow to close (the group shows Closing for a while),
   one that flaps and one that crashes (the discovery removes it at once, without waiting for
   its session).
+- `orders-consumer` (a consumer group, KIP-848's protocol, `uniform` over `orders`, beside
+  `orders-eager` on the same topic): the coordinator assigns and each member revokes what it
+  loses before another gets it. The churn of `orders-eager` (steady members, one that flaps,
+  one too slow for max.poll.interval.ms, one that crashes: its session runs out) and of
+  `payments-coop` (a static member that restarts, leaving with epoch -2: no rebalance), and one
+  slow to revoke (it holds its revocation until the coordinator's rebalance timeout fences it;
+  it loses everything and joins again).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from webapp.runtime.api import RuntimeAPI
 
@@ -27,13 +35,24 @@ logger = logging.getLogger(__name__)
 
 TOPICS = {"orders": (12, 200.0), "payments": (8, 60.0), "inventory": (6, 40.0)}
 #: The demo's groups, in the order above.
-GROUPS = ("orders-eager", "payments-coop", "inventory-handoff")
+GROUPS = ("orders-eager", "payments-coop", "inventory-handoff", "orders-consumer")
 
 
 def demo_specs() -> list[tuple[str, ConsumerSpec]]:
     orders = ("orders",)
     payments = ("payments",)
     inventory = ("inventory",)
+
+    def consumer(behaviour: Behaviour, period_ms: int = 30_000, **extra: Any) -> ConsumerSpec:
+        return ConsumerSpec(
+            group_id="orders-consumer",
+            topics=orders,
+            protocol="consumer",
+            assignor="uniform",
+            behaviour=behaviour,
+            period_ms=period_ms,
+            **extra,
+        )
 
     def handoff(behaviour: Behaviour, period_ms: int = 30_000) -> ConsumerSpec:
         return ConsumerSpec(
@@ -104,6 +123,21 @@ def demo_specs() -> list[tuple[str, ConsumerSpec]]:
         ("inventory-slow-close", handoff(Behaviour.SLOW_CLOSE, 8_000)),
         ("inventory-flapping", handoff(Behaviour.FLAPPING, 40_000)),
         ("inventory-crash", handoff(Behaviour.CRASH, 65_000)),
+        ("orders-consumer-steady-1", consumer(Behaviour.STEADY)),
+        ("orders-consumer-steady-2", consumer(Behaviour.STEADY)),
+        ("orders-consumer-flapping", consumer(Behaviour.FLAPPING, 45_000)),
+        ("orders-consumer-slow", consumer(Behaviour.SLOW, 70_000, max_poll_interval_ms=15_000)),
+        ("orders-consumer-crash", consumer(Behaviour.CRASH, 60_000)),
+        (
+            "orders-consumer-static",
+            consumer(
+                Behaviour.STATIC_RESTART, 40_000, group_instance_id="orders-consumer-static-1"
+            ),
+        ),
+        (
+            "orders-consumer-slow-revoke",
+            consumer(Behaviour.SLOW_REVOKE, max_poll_interval_ms=15_000),
+        ),
     ]
 
 

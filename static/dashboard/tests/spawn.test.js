@@ -1,19 +1,22 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { BEHAVIOURS, MAX_SPAWN, PROTOCOLS, behavioursFor, kindConflict, spawnBody, spawnQuestion } from "../spawn.js";
+import { ASSIGNORS, BEHAVIOURS, MAX_SPAWN, PROTOCOLS, behavioursFor, kindConflict, spawnBody, spawnQuestion } from "../spawn.js";
 
 const classic = { protocol: "classic", behaviour: "steady", count: "2", topics: "orders, payments", assignor: "sticky", instanceId: "" };
 const handoff = { protocol: "handoff", behaviour: "slow_close", count: "3", topics: " events ", assignor: "range", instanceId: "box" };
+const consumer = { protocol: "consumer", behaviour: "slow_revoke", count: "2", topics: "orders", assignor: "uniform", instanceId: "" };
 
 test("each protocol offers the behaviours the simulation runs for it", () => {
-  assert.deepEqual(PROTOCOLS, ["classic", "handoff"]);
+  assert.deepEqual(PROTOCOLS, ["classic", "handoff", "consumer"]);
   const names = (protocol) => behavioursFor(protocol).map((b) => b.name);
   assert.deepEqual(names("classic"), ["steady", "slow", "crash", "flapping", "static_restart", "graceful_leave"]);
   assert.deepEqual(names("handoff"), ["steady", "crash", "flapping", "graceful_leave", "slow_close"]);
-  for (const { title } of [...BEHAVIOURS.classic, ...BEHAVIOURS.handoff]) assert.ok(title.length > 10);
+  assert.deepEqual(names("consumer"), ["steady", "slow", "crash", "flapping", "static_restart", "graceful_leave", "slow_revoke"]);
+  for (const { title } of Object.values(BEHAVIOURS).flat()) assert.ok(title.length > 10);
   assert.match(BEHAVIOURS.handoff.find((b) => b.name === "slow_close").title, /waits in Closing/);
-  assert.throws(() => behavioursFor("consumer"), /protocol must be classic or handoff/);
+  assert.match(BEHAVIOURS.consumer.find((b) => b.name === "slow_revoke").title, /until the coordinator fences it/);
+  assert.throws(() => behavioursFor("eager"), /protocol must be classic, handoff or consumer/);
 });
 
 test("a classic body carries the assignor and, when given, the instance id", () => {
@@ -38,6 +41,30 @@ test("a handoff body has neither assignor nor instance id", () => {
     behaviour: "slow_close",
     count: 3,
   });
+});
+
+test("a consumer-protocol body carries the coordinator's assignor and, when given, the instance id", () => {
+  assert.deepEqual(ASSIGNORS.consumer, ["uniform", "range"]);
+  assert.deepEqual(spawnBody(consumer, "k"), {
+    group_id: "k",
+    protocol: "consumer",
+    topics: ["orders"],
+    behaviour: "slow_revoke",
+    count: 2,
+    assignor: "uniform",
+  });
+  assert.equal(spawnBody({ ...consumer, assignor: "" }, "k").assignor, "uniform", "the first is the default");
+  const statics = spawnBody({ ...consumer, behaviour: "static_restart", instanceId: "box" }, "k");
+  assert.equal(statics.instance_id, "box");
+  assert.throws(() => spawnBody({ ...consumer, behaviour: "static_restart" }, "k"), /static_restart needs an instance id/);
+  assert.throws(() => spawnBody({ ...consumer, assignor: "sticky" }, "k"), /assignor sticky does not apply to protocol consumer; one of uniform, range/);
+  assert.throws(() => spawnBody({ ...classic, assignor: "uniform" }, "g"), /assignor uniform does not apply to protocol classic/);
+  assert.equal(
+    spawnQuestion(spawnBody(consumer, "k")),
+    "Start 2 simulated slow_revoke consumers in consumer group k (topics orders, server assignor uniform)?",
+  );
+  assert.match(kindConflict("consumer", "classic", "k"), /^group k is a consumer group and kinds do not mix.*Choose protocol consumer/);
+  assert.match(kindConflict("handoff", "consumer", "h"), /refuse consumer consumers .* Choose protocol handoff/);
 });
 
 test("a behaviour of the other protocol is refused in words", () => {

@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import AsyncClient
 
-from coordinator_engine import HandoffGroupView
+from coordinator_engine import ConsumerGroupView, HandoffGroupView
 from tests.webapp.helpers import Client, stable_group
 from webapp.models import AdminAction
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
@@ -272,6 +272,65 @@ async def test_spawn_refuses_consumers_of_the_other_kind_and_takes_the_pages_ins
         ids = sorted(simulation.get(n).spec.group_instance_id for n in static.json()["names"])
         assert ids == ["box-1", "box-2"]
         assert [r.ok for r in await audit()] == [False, True, False, True]
+    finally:
+        await simulation.stop_all()
+
+
+async def test_spawn_keeps_consumer_protocol_members_and_the_other_kinds_apart(
+    runtime: CoordinatorRuntime, ws: Client
+) -> None:
+    await runtime.create_topic("orders", partitions=2)
+    await stable_group(ws)  # a classic group, my-group
+    staff = await signed_in("ops")
+    simulation = simulation_for(runtime)
+    try:
+        refused = await act(
+            staff, "spawn", {"group_id": "my-group", "topics": ["orders"], "protocol": "consumer"}
+        )
+        assert refused.status_code == 409, refused.content
+        assert refused.json()["error"] == (
+            "INCONSISTENT_GROUP_PROTOCOL: group 'my-group' is a classic group and kinds do not "
+            "mix; spawn classic consumers there, or consumer ones in another group"
+        )
+        assert simulation.consumers == {}, "nothing was started"
+
+        started = await act(
+            staff,
+            "spawn",
+            {
+                "group_id": "k",
+                "topics": ["orders"],
+                "protocol": "consumer",
+                "behaviour": "slow_revoke",
+                "assignor": "uniform",
+                "count": 2,
+            },
+        )
+        assert started.status_code == 200, started.content
+        assert started.json()["result"].startswith("started 2 slow_revoke consumers in 'k'")
+        for _ in range(200):
+            if isinstance(runtime.group("k"), ConsumerGroupView):
+                break
+            await asyncio.sleep(0.02)
+        assert isinstance(runtime.group("k"), ConsumerGroupView)
+        for protocol in ("classic", "handoff"):
+            other = await act(
+                staff, "spawn", {"group_id": "k", "topics": ["orders"], "protocol": protocol}
+            )
+            assert other.status_code == 409, other.content
+            assert other.json()["error"].startswith(
+                "INCONSISTENT_GROUP_PROTOCOL: group 'k' is a consumer group and kinds do not mix"
+            )
+        bad = await act(
+            staff,
+            "spawn",
+            {"group_id": "k", "topics": ["orders"], "protocol": "consumer", "assignor": "sticky"},
+        )
+        assert (
+            bad.status_code == 400
+            and "does not apply to protocol 'consumer'" in (bad.json()["error"])
+        )
+        assert len(simulation.consumers) == 2
     finally:
         await simulation.stop_all()
 

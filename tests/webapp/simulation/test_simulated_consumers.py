@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from coordinator_engine import CoordinatorConfig, GroupState
+from coordinator_engine import ConsumerGroupView, CoordinatorConfig, GroupState
 from coordinator_engine.consumer_protocol import decode_assignment
 from coordinator_engine.events import MemberRemoved
 from coordinator_engine.handoff import HandoffGroupView, HandoffState
@@ -22,7 +22,15 @@ from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 from webapp.simulation.consumer import Behaviour, ConsumerSpec
 from webapp.simulation.manager import Simulation, SimulationError, spec_from_json
 
-FAST = CoordinatorConfig(group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0)
+FAST = CoordinatorConfig(
+    group_min_session_timeout_ms=100,
+    group_initial_rebalance_delay_ms=0,
+    # Consumer groups (KIP-848): the coordinator's session and heartbeat interval.
+    consumer_group_session_timeout_ms=1_000,
+    consumer_group_min_session_timeout_ms=1_000,
+    consumer_group_heartbeat_interval_ms=100,
+    consumer_group_min_heartbeat_interval_ms=100,
+)
 QUICK = dict(
     session_timeout_ms=800,
     heartbeat_interval_ms=100,
@@ -304,7 +312,7 @@ async def test_a_killed_handoff_consumer_is_removed_at_once_by_the_discovery(liv
 
 
 def test_a_handoff_spawn_request_names_what_does_not_apply() -> None:
-    with pytest.raises(SimulationError, match="protocol must be one of classic, handoff"):
+    with pytest.raises(SimulationError, match="protocol must be one of classic, handoff, consumer"):
         spec_from_json({"group_id": "g", "topics": ["t"], "protocol": "eager"})
     with pytest.raises(SimulationError, match="'slow' does not apply to protocol 'handoff'"):
         spec_from_json(
@@ -318,3 +326,171 @@ def test_a_handoff_spawn_request_names_what_does_not_apply() -> None:
         spec_from_json({"group_id": "g", "topics": ["t"], "behaviour": "slow_close"})
     made = spec_from_json({"group_id": "g", "topics": ["t"], "protocol": "handoff"})
     assert made.protocol == "handoff" and made.to_json()["protocol"] == "handoff"
+
+
+# -- consumer groups (KIP-848) -----------------------------------------------------------------
+
+
+def consumer_owners(runtime: CoordinatorRuntime, group_id: str) -> dict[str, list[int]]:
+    view = runtime.group(group_id)
+    if not isinstance(view, ConsumerGroupView):
+        return {}
+    return {
+        m.member_id: sorted(p for parts in m.assigned.values() for p in parts)
+        for m in view.members.values()
+    }
+
+
+def consumer_stable_with(runtime: CoordinatorRuntime, group_id: str, members: int) -> bool:
+    view = runtime.group(group_id)
+    return (
+        isinstance(view, ConsumerGroupView)
+        and view.state.value == "Stable"
+        and len(view.members) == members
+        and all(m.assigned for m in view.members.values())
+    )
+
+
+def removals(runtime: CoordinatorRuntime) -> list[MemberRemoved]:
+    removed: list[MemberRemoved] = []
+    runtime.add_listener(
+        lambda item: removed.append(item.event) if isinstance(item.event, MemberRemoved) else None
+    )
+    return removed
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_consumer_protocol_members_share_every_partition_without_consuming_one_twice(
+    live: Any,
+) -> None:
+    runtime, simulation = live
+    first = simulation.spawn(spec(protocol="consumer", assignor="uniform"), "k1")
+    await until(lambda: consumer_stable_with(runtime, "g", 1))
+    await until(lambda: first.stats.consumed > 0)
+    doubled: list[Any] = []
+    stop = asyncio.Event()
+    consumers = [first]
+    watcher = asyncio.create_task(watch_fetchers(consumers, doubled, stop))
+    consumers.append(simulation.spawn(spec(protocol="consumer", assignor="uniform"), "k2"))
+    await until(lambda: consumer_stable_with(runtime, "g", 2))
+    await until(lambda: all(c.stats.consumed > 0 for c in consumers))
+    stop.set()
+    await watcher
+    assert doubled == []
+    owned = consumer_owners(runtime, "g")
+    assert sorted(p for parts in owned.values() for p in parts) == list(range(6))
+    assert sorted(len(parts) for parts in owned.values()) == [3, 3]
+    # The second starts each partition it took where the first committed it on revoking it.
+    committed = runtime.committed_offsets("g")
+    assert len(committed) == 6 and all(value.offset > 0 for value in committed.values())
+    shown = consumers[1].to_json()
+    assert shown["spec"]["protocol"] == "consumer" and shown["state"] == "STABLE"
+    assert shown["generation"] >= 2 and len(shown["assignment"]) == 3
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_consumer_slow_to_revoke_is_fenced_at_its_rebalance_timeout_and_rejoins(
+    live: Any,
+) -> None:
+    runtime, simulation = live
+    removed = removals(runtime)
+    slow = simulation.spawn(spec(protocol="consumer", behaviour=Behaviour.SLOW_REVOKE), "slow")
+    await until(lambda: consumer_stable_with(runtime, "g", 1))
+    simulation.spawn(spec(protocol="consumer"), "other")
+    reconciling_since = asyncio.get_running_loop().time()
+    await until(lambda: any(e.reason == "rebalance_timeout" for e in removed), timeout_s=10)
+    # Held in UNREVOKED for its whole rebalance timeout (max_poll_interval_ms, 600 ms).
+    assert asyncio.get_running_loop().time() - reconciling_since > 0.5
+    assert [e.member_id for e in removed] == [slow.driver.client.member_id]
+    # Fenced, it lost everything and joined again under the same id: both share the topic.
+    await until(lambda: consumer_stable_with(runtime, "g", 2), timeout_s=10)
+    assert any("PartitionsLost" in line for line in slow.stats.history)
+    assert slow.stats.status == "running" and slow.driver.client.member_id in consumer_owners(
+        runtime, "g"
+    )
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_consumer_protocol_static_restart_leaves_with_minus_two_and_bumps_no_epoch(
+    live: Any,
+) -> None:
+    runtime, simulation = live
+    simulation.spawn(spec(protocol="consumer"), "steady")
+    static = simulation.spawn(
+        spec(
+            protocol="consumer",
+            behaviour=Behaviour.STATIC_RESTART,
+            group_instance_id="static-1",
+            period_ms=1_000,
+        ),
+        "static",
+    )
+    await until(lambda: consumer_stable_with(runtime, "g", 2))
+    view = runtime.group("g")
+    assert isinstance(view, ConsumerGroupView)
+    epoch, before = view.group_epoch, sorted(consumer_owners(runtime, "g").values())
+    await until(lambda: static.stats.restarts >= 2, timeout_s=10)
+    await until(lambda: consumer_stable_with(runtime, "g", 2))
+    view = runtime.group("g")
+    assert isinstance(view, ConsumerGroupView)
+    assert view.group_epoch == epoch
+    assert sorted(consumer_owners(runtime, "g").values()) == before
+    assert static.stats.error is None
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_consumer_protocol_crash_flapping_slow_and_graceful_leave(live: Any) -> None:
+    runtime, simulation = live
+    removed = removals(runtime)
+    simulation.spawn(spec(protocol="consumer"), "steady")
+    crasher = simulation.spawn(
+        spec(protocol="consumer", behaviour=Behaviour.CRASH, period_ms=700), "crasher"
+    )
+    flapper = simulation.spawn(
+        spec(protocol="consumer", behaviour=Behaviour.FLAPPING, period_ms=700), "flapper"
+    )
+    slow = simulation.spawn(
+        spec(protocol="consumer", behaviour=Behaviour.SLOW, period_ms=800), "slow"
+    )
+    leaver = simulation.spawn(
+        spec(protocol="consumer", behaviour=Behaviour.GRACEFUL_LEAVE, period_ms=700), "leaver"
+    )
+    await until(lambda: crasher.done and leaver.done and flapper.stats.restarts >= 1, 10)
+    await until(lambda: any(e.reason == "session_timeout" for e in removed), timeout_s=10)
+    await until(lambda: any("slower than max.poll" in h for h in slow.stats.history), 10)
+    await until(lambda: consumer_stable_with(runtime, "g", 3), timeout_s=10)
+    reasons = {e.reason for e in removed}
+    assert {"left", "session_timeout"} <= reasons
+    assert sorted(p for parts in consumer_owners(runtime, "g").values() for p in parts) == list(
+        range(6)
+    )
+
+
+def test_a_consumer_protocol_spawn_request_names_what_does_not_apply() -> None:
+    with pytest.raises(SimulationError, match="'slow_revoke' does not apply to protocol 'classic'"):
+        spec_from_json({"group_id": "g", "topics": ["t"], "behaviour": "slow_revoke"})
+    with pytest.raises(SimulationError, match="'slow_close' does not apply to protocol 'consumer'"):
+        spec_from_json(
+            {"group_id": "g", "topics": ["t"], "protocol": "consumer", "behaviour": "slow_close"}
+        )
+    with pytest.raises(
+        SimulationError,
+        match=r"'cooperative-sticky' does not apply to protocol 'consumer'.*uniform, range",
+    ):
+        spec_from_json(
+            {
+                "group_id": "g",
+                "topics": ["t"],
+                "protocol": "consumer",
+                "assignor": "cooperative-sticky",
+            }
+        )
+    made = spec_from_json(
+        {"group_id": "g", "topics": ["t"], "protocol": "consumer", "group_instance_id": "i"}
+    )
+    assert made.protocol == "consumer" and made.to_json()["protocol"] == "consumer"
+    assert made.consumer_protocol_config("c", 45_000).server_assignor == "range"

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator_engine import (
+    ConsumerGroupHeartbeatResponse,
     JoinGroupMember,
     JoinGroupResponse,
     ListGroupsRequest,
@@ -87,6 +88,7 @@ def test_bytes_are_base64_and_nested_dataclasses_are_objects() -> None:
 
 
 HEARTBEAT = {"group_id": "g", "generation_id": 1, "member_id": "m"}
+CONSUMER_HEARTBEAT = {"group_id": "c", "member_id": "m", "member_epoch": 1}
 HANDOFF_HEARTBEAT = {
     "group_id": "h",
     "member_id": "m",
@@ -155,7 +157,8 @@ HANDOFF_HEARTBEAT = {
             "unknown_api",
             "unknown api 'Produce' (known: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, "
             "OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups, "
-            "HandoffHeartbeat, FindCoordinator, Metadata)",
+            "HandoffHeartbeat, ConsumerGroupHeartbeat, ConsumerGroupDescribe, FindCoordinator, "
+            "Metadata)",
             3,
         ),
         (
@@ -258,6 +261,61 @@ HANDOFF_HEARTBEAT = {
         ),
         (
             frame(
+                "ConsumerGroupHeartbeat",
+                {**CONSUMER_HEARTBEAT, "topic_partitions": [{"topic": "t", "partitions": [0, -1]}]},
+                3,
+            ),
+            "invalid_request",
+            "request.topic_partitions[0].partitions: must lie in 0..2147483647, got -1",
+            3,
+        ),
+        (
+            frame(
+                "ConsumerGroupHeartbeat",
+                {**CONSUMER_HEARTBEAT, "topic_partitions": [{"topic": "t", "partitions": "0"}]},
+                3,
+            ),
+            "invalid_request",
+            'request.topic_partitions[0].partitions: expected an array, got string "0"',
+            3,
+        ),
+        (
+            frame(
+                "ConsumerGroupHeartbeat", {**CONSUMER_HEARTBEAT, "subscribed_topic_names": "t"}, 3
+            ),
+            "invalid_request",
+            'request.subscribed_topic_names: expected an array, got string "t"',
+            3,
+        ),
+        (
+            frame("ConsumerGroupHeartbeat", {**CONSUMER_HEARTBEAT, "member_epoch": None}, 3),
+            "invalid_request",
+            "request.member_epoch: expected an integer, got null",
+            3,
+        ),
+        (
+            frame("ConsumerGroupHeartbeat", {"group_id": "c", "member_epoch": 0}, 3),
+            "invalid_request",
+            "request.member_id: missing required field",
+            3,
+        ),
+        (
+            frame("ConsumerGroupHeartbeat", {**CONSUMER_HEARTBEAT, "assignment": {}}, 3),
+            "invalid_request",
+            "request.assignment: unknown field (ConsumerGroupHeartbeatRequest has group_id, "
+            "member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms, "
+            "subscribed_topic_names, subscribed_topic_regex, server_assignor, topic_partitions, "
+            "client_id, client_host)",
+            3,
+        ),
+        (
+            frame("ConsumerGroupDescribe", {"group_ids": ["g", 7]}, 3),
+            "invalid_request",
+            "request.group_ids[1]: expected a string, got number 7",
+            3,
+        ),
+        (
+            frame(
                 "JoinGroup",
                 {
                     "group_id": "g",
@@ -326,6 +384,35 @@ def test_an_error_message_quoting_a_lone_surrogate_still_encodes() -> None:
     encoded = codec.dumps(codec.error_frame(frame_id, code, message))
     encoded.encode("utf-8")  # no UnicodeEncodeError: the reply can go on the wire
     assert json.loads(encoded)["error"]["code"] == "invalid_request"
+
+
+def test_a_consumer_group_heartbeat_answer_carries_its_assignment_as_an_object_both_ways() -> None:
+    response = ConsumerGroupHeartbeatResponse(
+        error_code=0,
+        member_id="m",
+        member_epoch=4,
+        heartbeat_interval_ms=5000,
+        assignment={"orders": (0, 3), "payments": ()},
+    )
+    wire = codec.response_frame(7, "ConsumerGroupHeartbeat", response)["response"]
+    assert wire == {
+        "error_code": 0,
+        "error_message": None,
+        "member_id": "m",
+        "member_epoch": 4,
+        "heartbeat_interval_ms": 5000,
+        "assignment": {"orders": [0, 3], "payments": []},
+    }
+    assert codec.decode_response("ConsumerGroupHeartbeat", json.loads(json.dumps(wire))) == (
+        response
+    )
+    for assignment, message in [
+        ({"orders": "0"}, 'response.assignment.orders: expected an array, got string "0"'),
+        ([["orders", 0]], "response.assignment: expected an object, got array"),
+    ]:
+        with pytest.raises(FrameError) as caught:
+            codec.decode_response("ConsumerGroupHeartbeat", {**wire, "assignment": assignment})
+        assert caught.value.message == message
 
 
 def test_the_decoder_is_built_from_the_type_hints_of_every_request_field() -> None:

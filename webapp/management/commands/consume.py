@@ -25,7 +25,10 @@ are comma-separated (``orders-0,orders-3``, Kafka's ``TopicPartition`` spelling;
 and also ``coordinator-lost``, ``rebalancing``, ``revoked``, ``lost``, ``commit-failed``,
 ``left`` and ``fatal`` (then the exit status is 1).
 
-``--handoff`` makes it a member of a handoff group (seed 004) instead: the sans-IO
+``--protocol`` chooses the group protocol: ``classic`` (the default, above), ``handoff`` or
+``consumer``; ``--handoff`` is the same as ``--protocol handoff``.
+
+``--protocol handoff`` makes it a member of a handoff group (seed 004) instead: the sans-IO
 ``HandoffClient`` (docs/engine.md, "The handoff client"), which draws its own member id. It
 consumes only what the coordinator let it start, and when asked to close a partition it stops
 it at once and hands its position over: the client commits it, then confirms. Its lines::
@@ -42,8 +45,29 @@ and ``lost``, ``commit-failed``, ``coordinator-lost``, ``left``, ``fatal`` as ab
 do not apply (the coordinator plans; a handoff member commits when it closes). Closing its
 socket makes the server remove the member at once (the discovery, docs/protocol.md).
 
+``--protocol consumer`` makes it a member of a KIP-848 consumer group (Kafka 4's
+``group.protocol=consumer``): the sans-IO ``ConsumerClient`` (docs/engine.md, "The
+consumer-protocol client"), which draws its own member id and speaks ConsumerGroupHeartbeat.
+The coordinator assigns (``--assignor`` names its server assignor, ``uniform`` or ``range``;
+none: the coordinator's default); ``--max-poll-interval-ms`` is the rebalance timeout; the
+coordinator's heartbeat interval applies (``--heartbeat-interval-ms`` does not), and
+``--session-timeout-ms`` is what the client takes the coordinator's session to be. Each
+assignment change is printed: the member epoch, what it revoked (committed first), what it
+owns and what is new::
+
+    epoch member=Xq3… epoch=1 previous=0
+    assigned generation=1 member=Xq3… partitions=orders-0,orders-1 added=orders-0,orders-1
+    fetched positions=orders-0:0,orders-1:0
+    revoked generation=1 member=Xq3… partitions=orders-1
+    assigned generation=1 member=Xq3… partitions=orders-0 added=
+    epoch member=Xq3… epoch=2 previous=1
+
+and ``committed``, ``lost`` (fenced: everything goes without a commit, then it joins again),
+``commit-failed``, ``coordinator-lost``, ``left`` and ``fatal`` as above.
+
 SIGTERM or SIGINT closes the consumer the way Kafka's ``close()`` does (commit, revoke,
-LeaveGroup for a dynamic member; a handoff member commits, then leaves with epoch -1) and exits
+LeaveGroup for a dynamic member; a handoff member commits, then leaves with epoch -1; a
+consumer-protocol member commits, revokes, then leaves with epoch -1, or -2 if static) and exits
 0; a second signal stops at once. The command touches no database: it needs no migrations.
 """
 
@@ -69,7 +93,9 @@ from coordinator_engine.client import (
     CloseConfirmed,
     CommitCompleted,
     CommitFailed,
+    ConsumerClient,
     ConsumerConfig,
+    ConsumerProtocolConfig,
     CoordinatorDiscovered,
     CoordinatorLost,
     FatalError,
@@ -79,6 +105,7 @@ from coordinator_engine.client import (
     HandoffJoined,
     JoinedGroup,
     LeftGroup,
+    MemberEpochChanged,
     MemberState,
     MemberStateChanged,
     OffsetsFetched,
@@ -90,10 +117,16 @@ from coordinator_engine.client import (
     RebalanceStarted,
     StartConfirmed,
 )
+from coordinator_engine.server_assignors import SERVER_ASSIGNORS
 from webapp.simulation.client_driver import ClientDriver, WebsocketTransport
 
 #: How long a graceful close may take before the command gives up on its commit.
 CLOSE_TIMEOUT_MS = 10_000
+#: The group protocols the command speaks (``--protocol``).
+PROTOCOLS = ("classic", "handoff", "consumer")
+
+AnyClient = GroupClient | HandoffClient | ConsumerClient
+AnyConfig = ConsumerConfig | HandoffConfig | ConsumerProtocolConfig
 
 
 def monotonic_ms() -> int:
@@ -233,6 +266,14 @@ class EventLines:
             case HandoffJoined():
                 self.member = event.member_id
                 return line("joined", member=event.member_id, epoch=event.epoch)
+            case MemberEpochChanged():
+                self.member, self.generation = event.member_id, event.epoch
+                return line(
+                    "epoch",
+                    member=event.member_id,
+                    epoch=event.epoch,
+                    previous=event.previous_epoch,
+                )
             case PartitionsToStart():
                 return line(
                     "start",
@@ -260,9 +301,12 @@ class Consumption:
         self._last_ms = now_ms
         self._carry: dict[TopicPartitionPair, float] = {}
 
-    def step(self, client: GroupClient | HandoffClient, now_ms: int) -> None:
+    def step(self, client: AnyClient, now_ms: int) -> None:
         elapsed_ms, self._last_ms = now_ms - self._last_ms, now_ms
         positions = client.positions  # owned partitions whose position is known
+        if isinstance(client, ConsumerClient):
+            fetchable = client.fetchable  # not those being revoked
+            positions = {tp: o for tp, o in positions.items() if tp in fetchable}
         self._carry = {tp: c for tp, c in self._carry.items() if tp in positions}
         if self.rate_per_s <= 0 or elapsed_ms <= 0:
             return
@@ -292,10 +336,18 @@ class Command(BaseCommand):
         parser.add_argument("--group", required=True, help="group.id")
         parser.add_argument("--topics", required=True, help="comma-separated topics to subscribe")
         parser.add_argument(
+            "--protocol",
+            choices=PROTOCOLS,
+            default=None,
+            help="the group protocol: classic (the default: JoinGroup/SyncGroup), handoff (seed "
+            "004) or consumer (KIP-848, Kafka 4's group.protocol=consumer)",
+        )
+        parser.add_argument(
             "--assignor",
-            default="range",
-            help="partition.assignment.strategy: comma-separated, in preference order "
-            f"({', '.join(ASSIGNOR_NAMES)}; default range)",
+            default=None,
+            help="classic: partition.assignment.strategy, comma-separated, in preference order "
+            f"({', '.join(ASSIGNOR_NAMES)}; default range); consumer: the coordinator's "
+            f"assignor ({', '.join(SERVER_ASSIGNORS)}; default: the coordinator's)",
         )
         parser.add_argument(
             "--instance-id", default=None, help="group.instance.id (a static member, KIP-345)"
@@ -314,8 +366,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--handoff",
             action="store_true",
-            help="be a member of a handoff group (seed 004): the coordinator plans, a partition "
-            "is closed (committed) by its owner before another member starts it",
+            help="the same as --protocol handoff: be a member of a handoff group (seed 004), the "
+            "coordinator plans, a partition is closed (committed) by its owner before another "
+            "member starts it",
         )
         parser.add_argument(
             "--poll-interval-ms",
@@ -326,11 +379,16 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         client_id = options["client_id"] or f"consume-{os.getpid()}"
-        config: ConsumerConfig | HandoffConfig
+        protocol = options.get("protocol") or "classic"
+        if options["handoff"]:
+            if options.get("protocol") not in (None, "handoff"):
+                raise CommandError(f"--handoff and --protocol {protocol} contradict each other")
+            protocol = "handoff"
+        config: AnyConfig
         try:
-            if options["handoff"]:
+            if protocol == "handoff":
                 if options["instance_id"] is not None:
-                    raise ValueError("--instance-id does not apply to --handoff")
+                    raise ValueError("--instance-id does not apply to --protocol handoff")
                 config = HandoffConfig(
                     group_id=options["group"],
                     topics=tuple(t.strip() for t in options["topics"].split(",") if t.strip()),
@@ -338,6 +396,8 @@ class Command(BaseCommand):
                     session_timeout_ms=options["session_timeout_ms"],
                     heartbeat_interval_ms=options["heartbeat_interval_ms"],
                 )
+            elif protocol == "consumer":
+                config = self._consumer_config(options, client_id)
             else:
                 config = self._classic_config(options, client_id)
         except (TypeError, ValueError) as exc:
@@ -362,10 +422,11 @@ class Command(BaseCommand):
 
     @staticmethod
     def _classic_config(options: dict[str, Any], client_id: str) -> ConsumerConfig:
+        assignors = options["assignor"] or "range"
         return ConsumerConfig(
             group_id=options["group"],
             topics=tuple(t.strip() for t in options["topics"].split(",") if t.strip()),
-            assignors=tuple(a.strip() for a in options["assignor"].split(",") if a.strip()),
+            assignors=tuple(a.strip() for a in assignors.split(",") if a.strip()),
             group_instance_id=options["instance_id"],
             client_id=client_id,
             session_timeout_ms=options["session_timeout_ms"],
@@ -374,13 +435,32 @@ class Command(BaseCommand):
             auto_commit_interval_ms=options["auto_commit_interval_ms"],
         )
 
+    @staticmethod
+    def _consumer_config(options: dict[str, Any], client_id: str) -> ConsumerProtocolConfig:
+        assignor = options["assignor"]
+        if assignor is not None and assignor not in SERVER_ASSIGNORS:
+            raise ValueError(
+                f"--assignor {assignor!r} is not one of the coordinator's assignors "
+                f"({', '.join(SERVER_ASSIGNORS)}) for --protocol consumer"
+            )
+        return ConsumerProtocolConfig(
+            group_id=options["group"],
+            topics=tuple(t.strip() for t in options["topics"].split(",") if t.strip()),
+            group_instance_id=options["instance_id"],
+            server_assignor=assignor,
+            rebalance_timeout_ms=options["max_poll_interval_ms"],
+            client_id=client_id,
+            auto_commit_interval_ms=options["auto_commit_interval_ms"],
+            session_timeout_ms=options["session_timeout_ms"],
+        )
+
     def emit(self, text: str) -> None:
         self.stdout.write(text)
         self.stdout.flush()
 
     async def run(
         self,
-        config: ConsumerConfig | HandoffConfig,
+        config: AnyConfig,
         url: str,
         *,
         consume_rate: float,
@@ -419,9 +499,11 @@ class Command(BaseCommand):
                 driver.kick()
 
         transport = WebsocketTransport(url)
-        client: GroupClient | HandoffClient
+        client: AnyClient
         if isinstance(config, HandoffConfig):
             client = HandoffClient(config, monotonic_ms())
+        elif isinstance(config, ConsumerProtocolConfig):
+            client = ConsumerClient(config, monotonic_ms())
         else:
             client = GroupClient(config, monotonic_ms())
         driver = ClientDriver(client, transport, monotonic_ms, on_event)

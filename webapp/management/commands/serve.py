@@ -78,7 +78,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--demo",
             action="store_true",
-            help="start the live demo: three groups of simulated consumers that keep rebalancing",
+            help="start the live demo: four groups of simulated consumers that keep rebalancing",
         )
         parser.add_argument(
             "--no-migrate",
@@ -185,8 +185,8 @@ class Command(BaseCommand):
                     )
                 )
                 self.stdout.write(
-                    "Live demo: groups orders-eager, payments-coop and inventory-handoff are "
-                    "churning; "
+                    "Live demo: groups orders-eager, payments-coop, inventory-handoff and "
+                    "orders-consumer are churning; "
                     f"open http://{host}:{port}/api/groups"
                 )
 

@@ -17,7 +17,8 @@ and its reply echoes the id and carries the response dataclass the same way::
 
 The codec is generic: :data:`APIS` maps each API name to its request class, and the decoder of
 a class is built once from its dataclass fields and type hints (``str``, ``int``, ``bool``,
-``bytes`` as base64, ``X | None``, ``tuple[X, ...]`` as a list, nested dataclasses as objects).
+``bytes`` as base64, ``X | None``, ``tuple[X, ...]`` as a list, ``Mapping[str, X]`` as an object
+keyed by strings, nested dataclasses as objects).
 The decoder checks JSON types, required and unknown fields and base64, naming the field by its
 path (``request.protocols[0].metadata``); the dataclass constructor then checks ranges and
 lengths (Kafka's int32/int64 bounds, 32,767-byte strings), and its complaint is passed on
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import collections.abc
 import dataclasses
 import enum
 import json
@@ -40,6 +42,8 @@ from functools import cache
 from typing import Any, Final
 
 from coordinator_engine import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     HandoffHeartbeatRequest,
@@ -60,6 +64,8 @@ from coordinator_engine.cluster import (
 )
 from coordinator_engine.requests import FieldError, FieldTypeError
 from coordinator_engine.responses import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
     DeleteGroupsResponse,
     DescribeGroupsResponse,
     HandoffHeartbeatResponse,
@@ -103,6 +109,8 @@ APIS: Final[dict[str, type]] = {
     "ListGroups": ListGroupsRequest,
     "DeleteGroups": DeleteGroupsRequest,
     "HandoffHeartbeat": HandoffHeartbeatRequest,
+    "ConsumerGroupHeartbeat": ConsumerGroupHeartbeatRequest,
+    "ConsumerGroupDescribe": ConsumerGroupDescribeRequest,
     "FindCoordinator": FindCoordinatorRequest,
     "Metadata": MetadataRequest,
 }
@@ -120,6 +128,8 @@ RESPONSES: Final[dict[str, type]] = {
     "ListGroups": ListGroupsResponse,
     "DeleteGroups": DeleteGroupsResponse,
     "HandoffHeartbeat": HandoffHeartbeatResponse,
+    "ConsumerGroupHeartbeat": ConsumerGroupHeartbeatResponse,
+    "ConsumerGroupDescribe": ConsumerGroupDescribeResponse,
     "FindCoordinator": FindCoordinatorResponse,
     "Metadata": MetadataResponse,
 }
@@ -299,6 +309,15 @@ def _decoder_for(hint: Any) -> Decoder:
             return tuple(item(element, f"{path}[{i}]") for i, element in enumerate(value))
 
         return decode_tuple
+    if origin is collections.abc.Mapping and len(args) == 2 and args[0] is str:
+        value_decoder = _decoder_for(args[1])
+
+        def decode_mapping(value: Any, path: str) -> dict[str, Any]:
+            if type(value) is not dict:
+                raise _fail(path, "an object", value)
+            return {key: value_decoder(item, f"{path}.{key}") for key, item in value.items()}
+
+        return decode_mapping
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _dataclass_decoder(hint)
     raise TypeError(f"no JSON decoder for {hint}")

@@ -25,7 +25,7 @@ from typing import Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from coordinator_engine import JoinGroupRequest
+from coordinator_engine import ConsumerGroupHeartbeatRequest, JoinGroupRequest
 from webapp.runtime.api import RuntimeNotReady
 from webapp.sockets import (
     CLOSE_TOO_MANY_MALFORMED_FRAMES,
@@ -35,6 +35,9 @@ from webapp.sockets import (
 from . import codec
 
 logger = logging.getLogger(__name__)
+
+#: The requests whose empty ``client_host`` the socket fills from its connection.
+_FILLS_CLIENT_HOST = (JoinGroupRequest, ConsumerGroupHeartbeatRequest)
 
 
 class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
@@ -83,8 +86,8 @@ class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
 
     def _with_client_host(self, request: Any) -> Any:
         """Kafka takes a member's client host from its connection (``/127.0.0.1``); so does
-        this socket, for a JoinGroup that does not say."""
-        if type(request) is JoinGroupRequest and not request.client_host:
+        this socket, for a JoinGroup or ConsumerGroupHeartbeat that does not say."""
+        if type(request) in _FILLS_CLIENT_HOST and not request.client_host:
             client = self.scope.get("client")
             if client:
                 return dataclasses.replace(request, client_host=f"/{client[0]}")
