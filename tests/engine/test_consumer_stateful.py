@@ -67,6 +67,9 @@ class SimMember:
     epoch: int = 0
     last_answered: int = 0  # send time of the last answered heartbeat
     last_accepted: int = 0  # send time of the last heartbeat the coordinator accepted
+    #: When the coordinator last re-armed every member's session: a coordinator rebuilt from
+    #: its log gives each member a whole session from then (Kafka's onLoaded).
+    rearmed: int = 0
     owned: set[TP] = field(default_factory=set)
     full: bool = False  # the last answer was lost: send every field (librdkafka does)
 
@@ -233,7 +236,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         for sim in self.sims.values():
             if sim.joined and self.now >= sim.last_answered + SESSION:
                 sim.drop()
-            if sim.away and self.now >= sim.last_accepted + SESSION:
+            if sim.away and self.now >= max(sim.last_accepted, sim.rearmed) + SESSION:
                 sim.away = False  # its session ran out: the coordinator removed it
         self.coord.advance(self.now)
 
@@ -241,6 +244,8 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
     def restart(self) -> None:
         """The coordinator is rebuilt from its log; the host reports its topics again."""
         self.coord = GroupCoordinator(CONFIG, self.log, self.now)
+        for sim in self.sims.values():
+            sim.rearmed = self.now
         for topic, count in self.counts.items():
             self.coord.set_topic_partitions(topic, count, self.now)
 
