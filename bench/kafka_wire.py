@@ -299,24 +299,30 @@ class ConsumerProtocolGroup:
         self.stop = threading.Event()
         self.threads: list[threading.Thread] = []
 
-    def subscribe(self, count: int) -> None:
-        """``count`` more consumers subscribe to the topic, then their threads start polling."""
-        first = len(self.consumers)
-        for index in range(first, first + count):
-            consumer = Consumer(
-                {
-                    "bootstrap.servers": self.bootstrap,
-                    "group.id": self.group,
-                    "group.protocol": "consumer",
-                    "client.id": f"bench-{index}",
-                    "enable.auto.commit": False,
-                }
+    def add(self, count: int) -> None:
+        """``count`` more consumers, not subscribed yet."""
+        for index in range(len(self.consumers), len(self.consumers) + count):
+            self.consumers.append(
+                Consumer(
+                    {
+                        "bootstrap.servers": self.bootstrap,
+                        "group.id": self.group,
+                        "group.protocol": "consumer",
+                        "client.id": f"bench-{index}",
+                        "enable.auto.commit": False,
+                    }
+                )
             )
-            self.consumers.append(consumer)
             self.owned.append(set())
-            consumer.subscribe([self.topic], **self._tracking(index))
-        for index in range(first, first + count):
-            thread = threading.Thread(target=self._poll, args=(self.consumers[index],), daemon=True)
+
+    def subscribe(self) -> None:
+        """The consumers added since the last call subscribe to the topic, then their
+        threads start polling."""
+        first = len(self.threads)
+        for index in range(first, len(self.consumers)):
+            self.consumers[index].subscribe([self.topic], **self._tracking(index))
+        for consumer in self.consumers[first:]:
+            thread = threading.Thread(target=self._poll, args=(consumer,), daemon=True)
             thread.start()
             self.threads.append(thread)
 
@@ -371,17 +377,22 @@ def join_consumer(server: LabServer, size: int, run: int) -> dict[str, Any]:
     server.post("/api/topics", {"name": topic, "partitions": size})
     group = ConsumerProtocolGroup(f"127.0.0.1:{server.kafka_port}", topic, topic)
     try:
+        group.add(size)
+        server_cpu = server.cpu_s()
         started = time.monotonic()
-        group.subscribe(size)
+        group.subscribe()
         assigned = wait_until(lambda: group.complete(size, True), 120, f"{size} consumers")
         join_s = assigned - started
+        # What the server worked of that time: the join waits on heartbeats, not on it.
+        server_cpu = server.cpu_s() - server_cpu
         # The server's view settles (every member at the target epoch) before the next joins.
         wait_until(lambda: group_state(server, topic)[0] == "Stable", 60, "a stable group")
         _, epoch = group_state(server, topic)
         before = group.owners()
         revoked_before = len(group.revoked)
+        group.add(1)
         started = time.monotonic()
-        group.subscribe(1)
+        group.subscribe()
 
         def stable_again() -> bool:
             state, now = group_state(server, topic)
@@ -396,6 +407,7 @@ def join_consumer(server: LabServer, size: int, run: int) -> dict[str, Any]:
         after = group.owners()
         return {
             "join_s": join_s,
+            "join_server_cpu_s": server_cpu,
             "one_more_stable_s": stable - started,
             "one_more_revoked": len(group.revoked) - revoked_before,
             "one_more_moved": sum(1 for p, owner in after.items() if before.get(p) != owner),
@@ -1271,6 +1283,9 @@ def print_joins_and_commits(
         figures = results["join_consumer"][str(size)]
         rows.append(
             (f"join {size} consumers, consumer protocol (s)", figures["join_s"], *no_kip848, "-")
+        )
+        rows.append(
+            ("  server CPU meanwhile (s)", round(figures["join_server_cpu_s"], 2), *no_kip848, "-")
         )
         rows.append(
             (
