@@ -13,13 +13,16 @@ join,join-consumer,commits,hold,hold-consumer``, ``--sizes 10,50,200``, ``--comm
 * ``join-consumer`` (Rebalance Lab; tansu does not serve KIP-848): the same with
   ``group.protocol=consumer`` (the coordinator assigns with ``uniform``): the time from the
   first subscribe until the consumers' incremental callbacks show every partition held by
-  exactly one of them and each holding one. No initial delay here, but a partition moves
+  exactly one of them and each holding some (the topic has one partition per consumer, or
+  ``--partitions-per-consumer``). No initial delay here, but a partition moves
   from one member to another only on their heartbeats (every 5 s, the coordinator's
   ``consumer_group_heartbeat_interval_ms``, or ``--consumer-heartbeat-interval-ms``). Then,
   once the server has the group Stable, one more consumer joins it: the time until the
   server (``/api/groups/<id>``, asked every 50 ms) has it Stable at a new group epoch, the
   partitions revoked (librdkafka's ``on_revoke`` over all members) and the partitions that
-  changed owner (the callbacks' assignments before and after), which must be equal.
+  changed owner (the callbacks' assignments before and after), which must be equal. With
+  one partition per consumer ``uniform`` gives the newcomer none (the group is balanced
+  already), so nothing moves; ``--partitions-per-consumer 2`` makes it take some.
 * ``commits`` (both brokers): OffsetCommit v8 requests of a group without members
   (generation -1, as a consumer that assigns itself commits), one partition each, then 100
   each, sent by the load client of ``_wire.py`` over 4 connections with 16 requests in flight
@@ -343,7 +346,7 @@ class ConsumerProtocolGroup:
             consumer.poll(0.05)
 
     def complete(self, partitions: int, every_one: bool) -> bool:
-        """Every partition held by exactly one consumer (and each consumer holds one, if
+        """Every partition held by exactly one consumer (and each consumer holds some, if
         ``every_one``)."""
         held = [len(o) for o in self.owned]
         if sum(held) != partitions or (every_one and not all(held)):
@@ -368,20 +371,22 @@ def group_state(server: LabServer, group: str) -> tuple[str, int]:
     return view["state"], view["generation_id"]
 
 
-def join_consumer(server: LabServer, size: int, run: int) -> dict[str, Any]:
+def join_consumer(server: LabServer, size: int, run: int, per_consumer: int = 1) -> dict[str, Any]:
     """``size`` consumer-protocol consumers of a fresh group subscribe at once to a topic of
-    ``size`` partitions: seconds until every one holds one (disjoint, complete). Then one more
-    joins the stable group: seconds until the server has it Stable at a new epoch, and the
-    partitions revoked (librdkafka's callbacks) beside those that changed owner."""
+    ``per_consumer`` partitions each: seconds until every partition is held by one of them and
+    each holds some. Then one more joins the stable group: seconds until the server has it
+    Stable at a new epoch, and the partitions revoked (librdkafka's callbacks) beside those
+    that changed owner."""
     topic = f"join-consumer-{size}-{run}"
-    server.post("/api/topics", {"name": topic, "partitions": size})
+    partitions = size * per_consumer
+    server.post("/api/topics", {"name": topic, "partitions": partitions})
     group = ConsumerProtocolGroup(f"127.0.0.1:{server.kafka_port}", topic, topic)
     try:
         group.add(size)
         server_cpu = server.cpu_s()
         started = time.monotonic()
         group.subscribe()
-        assigned = wait_until(lambda: group.complete(size, True), 120, f"{size} consumers")
+        assigned = wait_until(lambda: group.complete(partitions, True), 120, f"{size} consumers")
         join_s = assigned - started
         # What the server worked of that time: the join waits on heartbeats, not on it.
         server_cpu = server.cpu_s() - server_cpu
@@ -403,7 +408,7 @@ def join_consumer(server: LabServer, size: int, run: int) -> dict[str, Any]:
 
         stable = wait_until(stable_again, 120, "the group stable again")
         # librdkafka's callbacks may trail the server's Stable by a poll.
-        wait_until(lambda: group.complete(size, False), 30, "a complete assignment again")
+        wait_until(lambda: group.complete(partitions, False), 30, "a complete assignment again")
         after = group.owners()
         return {
             "join_s": join_s,
@@ -1182,6 +1187,12 @@ def main() -> int:
         help="the coordinator's consumer_group_heartbeat_interval_ms for the joins (default: "
         "its own, 5000); below 5000 it lowers the minimum too",
     )
+    parser.add_argument(
+        "--partitions-per-consumer",
+        type=int,
+        default=1,
+        help="join-consumer's topic: this many partitions per consumer (default %(default)s)",
+    )
     parser.add_argument("--no-tansu", action="store_true", help="leave the peer out")
     args = parser.parse_args()
     measures = args.measures.split(",")
@@ -1203,6 +1214,8 @@ def main() -> int:
     }
     if settings:
         results["settings"] = settings
+    if args.partitions_per_consumer != 1:
+        results["partitions_per_consumer"] = args.partitions_per_consumer
     if {"join", "join-consumer", "commits"} & set(measures):
         with (
             tempfile.TemporaryDirectory(prefix="kafka-wire-") as tmp,
@@ -1220,7 +1233,9 @@ def main() -> int:
                     results["join_consumer"] = {
                         str(size): {
                             k: round(v, 3) if isinstance(v, float) else v
-                            for k, v in join_consumer(broker.server, size, run).items()
+                            for k, v in join_consumer(
+                                broker.server, size, run, args.partitions_per_consumer
+                            ).items()
                         }
                         for run, size in enumerate(sizes)
                     }
@@ -1281,8 +1296,15 @@ def print_joins_and_commits(
     no_kip848 = ["not served (no KIP-848)"] * (len(names) - 1)
     for size in sizes if "join-consumer" in measures else ():
         figures = results["join_consumer"][str(size)]
+        per = results.get("partitions_per_consumer", 1)
+        topic = f", {size * per} partitions" if per != 1 else ""
         rows.append(
-            (f"join {size} consumers, consumer protocol (s)", figures["join_s"], *no_kip848, "-")
+            (
+                f"join {size} consumers, consumer protocol{topic} (s)",
+                figures["join_s"],
+                *no_kip848,
+                "-",
+            )
         )
         rows.append(
             ("  server CPU meanwhile (s)", round(figures["join_server_cpu_s"], 2), *no_kip848, "-")
