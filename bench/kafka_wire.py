@@ -3,7 +3,8 @@
 Run ``.venv/bin/python bench/kafka_wire.py`` (``--measures
 join,join-consumer,commits,hold,hold-consumer``, ``--sizes 10,50,200``, ``--commit-seconds
 10``, ``--hold-sizes 5000,10000,20000``, ``--hold-seconds 300``,
-``--consumer-heartbeat-interval-ms``, ``--no-tansu``). What it measures:
+``--consumer-heartbeat-interval-ms``, ``--partitions-per-consumer 1``, ``--no-tansu``). What it
+measures:
 
 * ``join`` (both brokers): N librdkafka consumers (confluent-kafka, each polled by a thread of
   its own) of one group subscribe to a topic of N partitions at once; the time from the first
