@@ -29,6 +29,7 @@ _SIZE = struct.Struct(">i")
 _CORRELATION_AT = 8
 
 JOIN_GROUP, SYNC_GROUP, HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH = 11, 14, 12, 8, 9
+CONSUMER_GROUP_HEARTBEAT = 68
 
 Answer = Callable[[bytes], None]
 

@@ -1,14 +1,29 @@
 """Benchmark: Kafka clients against the Kafka listener, beside tansu in the same run.
 
-Run ``.venv/bin/python bench/kafka_wire.py`` (``--measures join,commits,hold``, ``--sizes
-10,50,200``, ``--commit-seconds 10``, ``--hold-sizes 5000,10000,20000``, ``--hold-seconds
-300``, ``--no-tansu``). What it measures:
+Run ``.venv/bin/python bench/kafka_wire.py`` (``--measures
+join,join-consumer,commits,hold,hold-consumer``, ``--sizes 10,50,200``, ``--commit-seconds
+10``, ``--hold-sizes 5000,10000,20000``, ``--hold-seconds 300``,
+``--consumer-heartbeat-interval-ms``, ``--partitions-per-consumer 1``, ``--no-tansu``). What it
+measures:
 
 * ``join`` (both brokers): N librdkafka consumers (confluent-kafka, each polled by a thread of
   its own) of one group subscribe to a topic of N partitions at once; the time from the first
   subscribe until every one holds its partition. Rebalance Lab runs with Kafka's default
   initial rebalance delay (3 s, ``group.initial.rebalance.delay.ms``), so the issue's target
   is "within the delay + 2 s" for 200 consumers. tansu's delay is its own.
+* ``join-consumer`` (Rebalance Lab; tansu does not serve KIP-848): the same with
+  ``group.protocol=consumer`` (the coordinator assigns with ``uniform``): the time from the
+  first subscribe until the consumers' incremental callbacks show every partition held by
+  exactly one of them and each holding some (the topic has one partition per consumer, or
+  ``--partitions-per-consumer``). No initial delay here, but a partition moves
+  from one member to another only on their heartbeats (every 5 s, the coordinator's
+  ``consumer_group_heartbeat_interval_ms``, or ``--consumer-heartbeat-interval-ms``). Then,
+  once the server has the group Stable, one more consumer joins it: the time until the
+  server (``/api/groups/<id>``, asked every 50 ms) has it Stable at a new group epoch, the
+  partitions revoked (librdkafka's ``on_revoke`` over all members) and the partitions that
+  changed owner (the callbacks' assignments before and after), which must be equal. With
+  one partition per consumer ``uniform`` gives the newcomer none (the group is balanced
+  already), so nothing moves; ``--partitions-per-consumer 2`` makes it take some.
 * ``commits`` (both brokers): OffsetCommit v8 requests of a group without members
   (generation -1, as a consumer that assigns itself commits), one partition each, then 100
   each, sent by the load client of ``_wire.py`` over 4 connections with 16 requests in flight
@@ -27,6 +42,16 @@ Run ``.venv/bin/python bench/kafka_wire.py`` (``--measures join,commits,hold``, 
   (p50, p99, max) as the load client timed it, the server's CPU, the engine's share of it
   (``REBALANCE_LAB_PROFILE_ENGINE``), the load client's CPU (the two share the machine) and the
   server's memory.
+* ``hold-consumer`` (Rebalance Lab): the same ramp with consumer-protocol members, driven
+  over ConsumerGroupHeartbeat v1 by the load client as librdkafka 2.16 speaks it: a member
+  joins with epoch 0 (its own member id, the topic's name, regex ``""``, owned ``[]``),
+  acknowledges each assignment by listing what it owns by the answer's topic ids, and
+  otherwise sends nulls. A wave of groups heartbeats in rounds until each group is
+  reconciled (one epoch, every partition owned once, nothing left to acknowledge); then its
+  members heartbeat every 5 s (the coordinator's interval, which every answer must say) with
+  the coordinator's 45 s session, sharing connections from the start (no answer waits). The
+  first held answer of each member is read and checked (no error, the same epoch, no
+  assignment), the others compared with it byte for byte. Held, and reported, as ``hold``.
 
 Rebalance Lab is a real ``manage.py serve`` (bench/_live.py: Redis channel layer, its own
 log and database), its Kafka listener on a free port. tansu is the ``tansu`` binary shipped in
@@ -52,10 +77,11 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from _live import (
     LabServer,
@@ -69,6 +95,7 @@ from _live import (
     raise_open_files_limit,
 )
 from _wire import (
+    CONSUMER_GROUP_HEARTBEAT,
     HEARTBEAT,
     JOIN_GROUP,
     OFFSET_COMMIT,
@@ -243,6 +270,157 @@ def join(broker: Broker, size: int, run: int) -> float:
             thread.join(5)
         for member in consumers:
             member.close()
+
+
+# -- the consumer protocol: join, and one more joining -----------------------------------------
+
+#: How often the benchmark asks the server for a group's state while it waits for Stable.
+STATE_POLL_S = 0.05
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
+    """Poll ``condition`` every 5 ms until it holds; the monotonic time it first held."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: not after {timeout_s:g} s")
+        time.sleep(0.005)
+    return time.monotonic()
+
+
+class ConsumerProtocolGroup:
+    """librdkafka consumers with ``group.protocol=consumer`` in one group, each polled by a
+    thread of its own; what each holds, from its incremental assign/revoke callbacks (they
+    run in its poll thread), and every partition revoked."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        self.bootstrap = bootstrap
+        self.group = group
+        self.topic = topic
+        self.consumers: list[Consumer] = []
+        self.owned: list[set[int]] = []
+        self.revoked: list[int] = []  # every partition revoked, one entry per revocation
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def add(self, count: int) -> None:
+        """``count`` more consumers, not subscribed yet."""
+        for index in range(len(self.consumers), len(self.consumers) + count):
+            self.consumers.append(
+                Consumer(
+                    {
+                        "bootstrap.servers": self.bootstrap,
+                        "group.id": self.group,
+                        "group.protocol": "consumer",
+                        "client.id": f"bench-{index}",
+                        "enable.auto.commit": False,
+                    }
+                )
+            )
+            self.owned.append(set())
+
+    def subscribe(self) -> None:
+        """The consumers added since the last call subscribe to the topic, then their
+        threads start polling."""
+        first = len(self.threads)
+        for index in range(first, len(self.consumers)):
+            self.consumers[index].subscribe([self.topic], **self._tracking(index))
+        for consumer in self.consumers[first:]:
+            thread = threading.Thread(target=self._poll, args=(consumer,), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def _tracking(self, index: int) -> dict[str, Any]:
+        owned = self.owned[index]
+
+        def on_assign(_: Consumer, partitions: list[TopicPartition]) -> None:
+            owned.update(tp.partition for tp in partitions)
+
+        def on_revoke(_: Consumer, partitions: list[TopicPartition]) -> None:
+            owned.difference_update(tp.partition for tp in partitions)
+            self.revoked.extend(tp.partition for tp in partitions)
+
+        return {"on_assign": on_assign, "on_revoke": on_revoke, "on_lost": on_revoke}
+
+    def _poll(self, consumer: Consumer) -> None:
+        while not self.stop.is_set():
+            consumer.poll(0.05)
+
+    def complete(self, partitions: int, every_one: bool) -> bool:
+        """Every partition held by exactly one consumer (and each consumer holds some, if
+        ``every_one``)."""
+        held = [len(o) for o in self.owned]
+        if sum(held) != partitions or (every_one and not all(held)):
+            return False
+        return len(set().union(*self.owned)) == partitions
+
+    def owners(self) -> dict[int, int]:
+        """partition → the index of the consumer that holds it."""
+        return {p: index for index, owned in enumerate(self.owned) for p in owned}
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(5)
+        for consumer in self.consumers:
+            consumer.close()
+
+
+def group_state(server: LabServer, group: str) -> tuple[str, int]:
+    """The group's state and epoch as the server has them."""
+    view = server.get(f"/api/groups/{group}")
+    return view["state"], view["generation_id"]
+
+
+def join_consumer(server: LabServer, size: int, run: int, per_consumer: int = 1) -> dict[str, Any]:
+    """``size`` consumer-protocol consumers of a fresh group subscribe at once to a topic of
+    ``per_consumer`` partitions each: seconds until every partition is held by one of them and
+    each holds some. Then one more joins the stable group: seconds until the server has it
+    Stable at a new epoch, and the partitions revoked (librdkafka's callbacks) beside those
+    that changed owner."""
+    topic = f"join-consumer-{size}-{run}"
+    partitions = size * per_consumer
+    server.post("/api/topics", {"name": topic, "partitions": partitions})
+    group = ConsumerProtocolGroup(f"127.0.0.1:{server.kafka_port}", topic, topic)
+    try:
+        group.add(size)
+        server_cpu = server.cpu_s()
+        started = time.monotonic()
+        group.subscribe()
+        assigned = wait_until(lambda: group.complete(partitions, True), 120, f"{size} consumers")
+        join_s = assigned - started
+        # What the server worked of that time: the join waits on heartbeats, not on it.
+        server_cpu = server.cpu_s() - server_cpu
+        # The server's view settles (every member at the target epoch) before the next joins.
+        wait_until(lambda: group_state(server, topic)[0] == "Stable", 60, "a stable group")
+        _, epoch = group_state(server, topic)
+        before = group.owners()
+        revoked_before = len(group.revoked)
+        group.add(1)
+        started = time.monotonic()
+        group.subscribe()
+
+        def stable_again() -> bool:
+            state, now = group_state(server, topic)
+            if state == "Stable" and now > epoch:
+                return True
+            time.sleep(STATE_POLL_S)
+            return False
+
+        stable = wait_until(stable_again, 120, "the group stable again")
+        # librdkafka's callbacks may trail the server's Stable by a poll.
+        wait_until(lambda: group.complete(partitions, False), 30, "a complete assignment again")
+        after = group.owners()
+        return {
+            "join_s": join_s,
+            "join_server_cpu_s": server_cpu,
+            "one_more_stable_s": stable - started,
+            "one_more_revoked": len(group.revoked) - revoked_before,
+            "one_more_moved": sum(1 for p, owner in after.items() if before.get(p) != owner),
+            "one_more_assigned": len(group.owned[-1]),
+        }
+    finally:
+        group.close()
 
 
 # -- commits -----------------------------------------------------------------------------------
@@ -500,11 +678,34 @@ class WireMember:
             client_id,
         )
 
+    def check(self, payload: bytes) -> int:
+        return int(decode_response(HEARTBEAT, 4, payload).error_code)
+
+
+class HeartbeatingMember(Protocol):
+    """What ``Heartbeats`` needs of a member: its heartbeat frame, where its next one is due,
+    and a check of each answer."""
+
+    frame: bytearray
+    sent: float
+    due: float
+    failed: int
+
+    def check(self, payload: bytes) -> int:
+        """0 if ``payload`` (a heartbeat's answer) is what a held member gets, else the error
+        code (or ``ANSWER_CHANGED``)."""
+        ...
+
+
+#: ``check``'s code for an answer without error that says the group moved on (a new member
+#: epoch or assignment): not a member held in place.
+ANSWER_CHANGED = -2
+
 
 class Heartbeats:
-    """Every Stable member's heartbeat, every ``HEARTBEAT_INTERVAL_S``, each member at a phase
-    of its own; answers are timed while ``recording``. A member whose heartbeat gets an error
-    stops, and the error is counted.
+    """Every Stable member's heartbeat, every ``interval_s``, each member at a phase of its
+    own; answers are timed while ``recording``. A member whose heartbeat gets an error stops,
+    and the error is counted.
 
     Each member keeps its phase: its next heartbeat is due one interval after the previous
     one was due, not after it was sent. Members in separate processes, as real consumers are,
@@ -512,18 +713,19 @@ class Heartbeats:
     collection, a wave joining), and then arrive at the server in bursts no real fleet sends.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, interval_s: float) -> None:
         self.loop = asyncio.get_running_loop()
+        self.interval_s = interval_s
         self.recording = False
         self.samples: list[float] = []
         self.errors: Counter[int] = Counter()
         self.lost = 0
 
-    def start(self, member: WireMember, connection: WireConnection, delay_s: float) -> None:
+    def start(self, member: HeartbeatingMember, connection: WireConnection, delay_s: float) -> None:
         member.due = self.loop.time() + delay_s
         self.loop.call_at(member.due, self._beat, member, connection)
 
-    def _beat(self, member: WireMember, connection: WireConnection) -> None:
+    def _beat(self, member: HeartbeatingMember, connection: WireConnection) -> None:
         member.sent = time.perf_counter()
         try:
             connection.send(
@@ -533,18 +735,20 @@ class Heartbeats:
             self.lost += 1
             member.failed = -1
 
-    def _answered(self, member: WireMember, connection: WireConnection, payload: bytes) -> None:
+    def _answered(
+        self, member: HeartbeatingMember, connection: WireConnection, payload: bytes
+    ) -> None:
         if self.recording:
             self.samples.append(time.perf_counter() - member.sent)
-        error = decode_response(HEARTBEAT, 4, payload).error_code
+        error = member.check(payload)
         if error:
-            self.errors[int(error)] += 1
-            member.failed = int(error)
+            self.errors[error] += 1
+            member.failed = error
             return
         now = self.loop.time()
-        member.due += HEARTBEAT_INTERVAL_S
+        member.due += self.interval_s
         while member.due < now:  # a stall longer than an interval: the missed beats are gone
-            member.due += HEARTBEAT_INTERVAL_S
+            member.due += self.interval_s
         self.loop.call_at(member.due, self._beat, member, connection)
 
 
@@ -574,7 +778,7 @@ async def hold_run(server: LabServer, size: int, seconds: float, files: int) -> 
     room = files - SPARE_FILES - wave_size
     per_connection = -(-size // room)
     shared = await open_all(host, port, -(-size // per_connection))
-    heartbeats = Heartbeats()
+    heartbeats = Heartbeats(HEARTBEAT_INTERVAL_S)
     started = time.perf_counter()
     join_s: list[float] = []
     try:
@@ -593,10 +797,34 @@ async def hold_run(server: LabServer, size: int, seconds: float, files: int) -> 
                 connection = shared[member.index % len(shared)]
                 heartbeats.start(member, connection, HEARTBEAT_INTERVAL_S * random.random())
         joined = time.perf_counter()
-        generations = {m.group: m.generation for m in members}
-        gc.collect()
-        gc.freeze()
-        await asyncio.sleep(HEARTBEAT_INTERVAL_S)  # the last wave's members settle into step
+        epochs = {m.group: m.generation for m in members}
+        return {
+            "size": size,
+            "connections": len(shared),
+            "members_per_connection": per_connection,
+            "join_s": joined - started,
+            "slowest_wave_s": max(join_s),
+            **await held(server, heartbeats, seconds, epochs, members),
+        }
+    finally:
+        for connection in shared:
+            connection.close()
+
+
+async def held(
+    server: LabServer,
+    heartbeats: Heartbeats,
+    seconds: float,
+    epochs: dict[str, int],
+    members: list[Any],
+) -> dict[str, Any]:
+    """Once every member heartbeats: one interval to settle, then ``seconds`` recorded; the
+    figures of the hold. ``epochs`` are the groups' generations (a consumer group's epoch) when
+    they were joined: a group held has the same one at the end, and is Stable."""
+    gc.collect()
+    gc.freeze()
+    try:
+        await asyncio.sleep(heartbeats.interval_s)  # the last wave's members settle into step
         heartbeats.recording = True
         server_cpu, client_cpu, engine = server.cpu_s(), own_cpu_s(), server.engine_s()
         server_gc = server.gc_s()
@@ -608,40 +836,209 @@ async def hold_run(server: LabServer, size: int, seconds: float, files: int) -> 
         client_cpu = own_cpu_s() - client_cpu
         engine = server.engine_s() - engine
         server_gc = tuple(now - then for now, then in zip(server.gc_s(), server_gc, strict=True))
-        removed = server.removals(f"hold-{g}" for g in range(HOLD_GROUPS))
-        views = [server.get(f"/api/groups/hold-{g}") for g in range(HOLD_GROUPS)]
-        moved = sum(1 for v in views if v["generation_id"] != generations[v["group_id"]])
-        stable = sum(1 for v in views if v["state"] == "Stable")
-        failed = sum(1 for m in members if m.failed)
-        samples = heartbeats.samples
+    finally:
+        gc.unfreeze()
+    removed = server.removals(epochs)
+    views = [server.get(f"/api/groups/{group}") for group in epochs]
+    moved = sum(1 for v in views if v["generation_id"] != epochs[v["group_id"]])
+    stable = sum(1 for v in views if v["state"] == "Stable")
+    failed = sum(1 for m in members if m.failed)
+    return {
+        "held": removed["session_timeout"] == 0
+        and failed == 0
+        and moved == 0
+        and stable == len(epochs),
+        "hold_s": held_s,
+        "session_timeouts": removed["session_timeout"],
+        "other_removals": sum(removed.values()) - removed["session_timeout"],
+        "groups_rebalanced": moved,
+        "heartbeat_errors": dict(heartbeats.errors),
+        "connections_lost": heartbeats.lost,
+        **heartbeat_figures(heartbeats.samples, held_s),
+        "server_cpu_pct": 100 * server_cpu / held_s,
+        "engine_share_of_server_cpu": engine / server_cpu if server_cpu else 0.0,
+        "server_gc_collections": server_gc[0],
+        "server_gc_s": server_gc[1],
+        "client_cpu_pct": 100 * client_cpu / held_s,
+        "client_loop_lag_p99_ms": 1000 * percentile(lags, 0.99),
+        "client_loop_lag_max_ms": 1000 * max(lags, default=0.0),
+        "server_rss_mb": server.rss_mb(),
+    }
+
+
+# -- consumer-protocol members held ------------------------------------------------------------
+
+#: The coordinator's default ``consumer_group_heartbeat_interval_ms``; the first answer says it.
+CONSUMER_HEARTBEAT_INTERVAL_S = 5.0
+#: librdkafka's rebalance timeout (its ``max.poll.interval.ms``).
+REBALANCE_TIMEOUT = datetime.timedelta(milliseconds=300_000)
+#: A heartbeat's "unchanged" rebalance timeout.
+NOT_CHANGED = datetime.timedelta(milliseconds=-1)
+#: Rounds of heartbeats a wave may take to reconcile before the run gives up.
+RECONCILE_ROUNDS = 100
+
+
+class ConsumerProtocolMember:
+    """One consumer-protocol member over the wire, as librdkafka 2.16 speaks it: it joins with
+    epoch 0 (its own member id, the topic names, regex ``""``, owned ``[]``), acknowledges
+    each assignment it is given by listing what it owns (by topic id), and otherwise
+    heartbeats with nulls. It releases what it is told to at once."""
+
+    __slots__ = (
+        "due",
+        "epoch",
+        "expected",
+        "failed",
+        "frame",
+        "group",
+        "index",
+        "member_id",
+        "owned",
+        "sent",
+        "to_acknowledge",
+        "topic_id",
+    )
+
+    def __init__(self, index: int, group: str) -> None:
+        self.index = index
+        self.group = group
+        self.member_id = f"hold-consumer-{index:06d}"
+        self.epoch = 0
+        self.topic_id: uuid.UUID | None = None
+        self.owned: tuple[int, ...] = ()
+        self.to_acknowledge = False
+        self.frame = bytearray()
+        self.expected = b""  # a held answer's bytes after the correlation id, once checked
+        self.sent = 0.0
+        self.due = 0.0
+        self.failed = 0
+
+    def request(self) -> bytearray:
+        """The next heartbeat of the join: the join itself, an acknowledgement, or nulls."""
+        from kio.schema.consumer_group_heartbeat.v1.request import (
+            ConsumerGroupHeartbeatRequest,
+            TopicPartitions,
+        )
+
+        joining = self.epoch == 0
+        owned = None
+        if joining:
+            owned = ()
+        elif self.to_acknowledge:
+            owned = (TopicPartitions(topic_id=self.topic_id, partitions=self.owned),)
+            self.to_acknowledge = False
+        return encode_request(
+            CONSUMER_GROUP_HEARTBEAT,
+            1,
+            ConsumerGroupHeartbeatRequest(
+                group_id=self.group,
+                member_id=self.member_id,
+                member_epoch=self.epoch,
+                rebalance_timeout=REBALANCE_TIMEOUT if joining else NOT_CHANGED,
+                subscribed_topic_names=(HOLD_TOPIC,) if joining else None,
+                subscribed_topic_regex="" if joining else None,
+                topic_partitions=owned,
+            ),
+            self.member_id,
+        )
+
+    def answered(self, payload: bytes) -> None:
+        """Take a join heartbeat's answer: the epoch, and any assignment (to acknowledge)."""
+        answer = decode_response(CONSUMER_GROUP_HEARTBEAT, 1, payload)
+        if answer.error_code:
+            raise WireError(f"{self.member_id}: answered {answer.error_code} {answer}")
+        interval = answer.heartbeat_interval.total_seconds()
+        if interval != CONSUMER_HEARTBEAT_INTERVAL_S:
+            raise WireError(f"{self.member_id}: told to heartbeat every {interval} s")
+        self.epoch = answer.member_epoch
+        if answer.assignment is not None:
+            topics = answer.assignment.topic_partitions
+            if len(topics) > 1:
+                raise WireError(f"{self.member_id}: assigned more than one topic: {answer}")
+            if topics:
+                self.topic_id = topics[0].topic_id
+            self.owned = tuple(topics[0].partitions) if topics else ()
+            self.to_acknowledge = True
+
+    def hold(self) -> None:
+        """From now on: heartbeats with nulls at this epoch."""
+        self.frame = self.request()
+
+    def check(self, payload: bytes) -> int:
+        # Every held answer is the same bytes after its correlation id: the first is read
+        # with kio and checked, the others compared with it.
+        if self.expected and payload[4:] == self.expected:
+            return 0
+        answer = decode_response(CONSUMER_GROUP_HEARTBEAT, 1, payload)
+        if answer.error_code:
+            return int(answer.error_code)
+        if answer.member_epoch != self.epoch or answer.assignment is not None or self.expected:
+            return ANSWER_CHANGED
+        self.expected = payload[4:]
+        return 0
+
+
+def reconciled(members: list[ConsumerProtocolMember]) -> bool:
+    """A group's members all at one epoch, nothing left to acknowledge, and every partition of
+    the topic owned by exactly one of them: the group as the coordinator has it Stable."""
+    if any(m.to_acknowledge or m.epoch != members[0].epoch for m in members):
+        return False
+    owned = [p for m in members for p in m.owned]
+    return len(owned) == HOLD_PARTITIONS and len(set(owned)) == HOLD_PARTITIONS
+
+
+async def hold_consumer_run(
+    server: LabServer, size: int, seconds: float, files: int
+) -> dict[str, Any]:
+    """``size`` consumer-protocol members in ``HOLD_GROUPS`` groups, joined in waves (each
+    wave heartbeats in rounds until its groups are reconciled), then held heartbeating every
+    ``CONSUMER_HEARTBEAT_INTERVAL_S`` for ``seconds``; the figures of the hold."""
+    host, port = "127.0.0.1", server.kafka_port
+    members = [ConsumerProtocolMember(i, f"hold-consumer-{i % HOLD_GROUPS}") for i in range(size)]
+    waves = [
+        [m for m in members if m.index % HOLD_GROUPS % HOLD_WAVES == w] for w in range(HOLD_WAVES)
+    ]
+    # No request of this protocol waits at the server, so members share connections from
+    # the start: as few on each as the open-file limit allows.
+    per_connection = -(-size // (files - SPARE_FILES))
+    shared = await open_all(host, port, -(-size // per_connection))
+    heartbeats = Heartbeats(CONSUMER_HEARTBEAT_INTERVAL_S)
+    started = time.perf_counter()
+    join_s: list[float] = []
+    rounds: list[int] = []
+    try:
+        for joining in waves:
+            wave_started = time.perf_counter()
+            groups: dict[str, list[ConsumerProtocolMember]] = {}
+            for member in joining:
+                groups.setdefault(member.group, []).append(member)
+            rounds.append(0)
+            while not all(reconciled(group) for group in groups.values()):
+                rounds[-1] += 1
+                if rounds[-1] > RECONCILE_ROUNDS:
+                    raise RuntimeError(f"a wave not reconciled in {RECONCILE_ROUNDS} rounds")
+                answers = [shared[m.index % len(shared)].roundtrip(m.request()) for m in joining]
+                for member, payload in zip(joining, await asyncio.gather(*answers), strict=True):
+                    member.answered(payload)
+            join_s.append(time.perf_counter() - wave_started)
+            for member in joining:
+                member.hold()
+                connection = shared[member.index % len(shared)]
+                heartbeats.start(
+                    member, connection, CONSUMER_HEARTBEAT_INTERVAL_S * random.random()
+                )
+        joined = time.perf_counter()
+        epochs = {m.group: m.epoch for m in members}
         return {
             "size": size,
             "connections": len(shared),
             "members_per_connection": per_connection,
-            "held": removed["session_timeout"] == 0
-            and failed == 0
-            and moved == 0
-            and stable == HOLD_GROUPS,
             "join_s": joined - started,
             "slowest_wave_s": max(join_s),
-            "hold_s": held_s,
-            "session_timeouts": removed["session_timeout"],
-            "other_removals": sum(removed.values()) - removed["session_timeout"],
-            "groups_rebalanced": moved,
-            "heartbeat_errors": dict(heartbeats.errors),
-            "connections_lost": heartbeats.lost,
-            **heartbeat_figures(samples, held_s),
-            "server_cpu_pct": 100 * server_cpu / held_s,
-            "engine_share_of_server_cpu": engine / server_cpu if server_cpu else 0.0,
-            "server_gc_collections": server_gc[0],
-            "server_gc_s": server_gc[1],
-            "client_cpu_pct": 100 * client_cpu / held_s,
-            "client_loop_lag_p99_ms": 1000 * percentile(lags, 0.99),
-            "client_loop_lag_max_ms": 1000 * max(lags, default=0.0),
-            "server_rss_mb": server.rss_mb(),
+            "reconcile_rounds_max": max(rounds),
+            **await held(server, heartbeats, seconds, epochs, members),
         }
     finally:
-        gc.unfreeze()
         for connection in shared:
             connection.close()
 
@@ -650,10 +1047,11 @@ async def hold_run(server: LabServer, size: int, seconds: float, files: int) -> 
 
 
 @contextlib.contextmanager
-def brokers(workdir: Path, with_tansu: bool) -> Iterator[list[Broker]]:
+def brokers(workdir: Path, with_tansu: bool, **settings: str) -> Iterator[list[Broker]]:
+    """Rebalance Lab (with these environment ``settings``) and, if asked and installed, tansu."""
     redis = RedisServer()
     redis.start()
-    server = LabServer(workdir / "lab", redis.url)
+    server = LabServer(workdir / "lab", redis.url, **settings)
     (workdir / "lab").mkdir()
     tansu: Tansu | None = None
     try:
@@ -677,8 +1075,11 @@ def brokers(workdir: Path, with_tansu: bool) -> Iterator[list[Broker]]:
         redis.stop()
 
 
-def hold_ramp(sizes: list[int], seconds: float) -> list[dict[str, Any]]:
-    """Each size held on a fresh server, up the ramp until one is not held."""
+HoldRun = Callable[[LabServer, int, float, int], Coroutine[Any, Any, dict[str, Any]]]
+
+
+def hold_ramp(sizes: list[int], seconds: float, run: HoldRun, what: str) -> list[dict[str, Any]]:
+    """Each size held on a fresh server by ``run``, up the ramp until one is not held."""
     files = raise_open_files_limit()
     results: list[dict[str, Any]] = []
     redis = RedisServer()
@@ -690,8 +1091,8 @@ def hold_ramp(sizes: list[int], seconds: float) -> list[dict[str, Any]]:
                 server.start()
                 try:
                     server.post("/api/topics", {"name": HOLD_TOPIC, "partitions": HOLD_PARTITIONS})
-                    print(f"hold: {size:,} members ...", flush=True)
-                    result = asyncio.run(hold_run(server, size, seconds, files))
+                    print(f"{what}: {size:,} members ...", flush=True)
+                    result = asyncio.run(run(server, size, seconds, files))
                 except BaseException:
                     print(
                         f"serve's log ends:\n{server.output.read_text()[-3000:]}", file=sys.stderr
@@ -707,11 +1108,8 @@ def hold_ramp(sizes: list[int], seconds: float) -> list[dict[str, Any]]:
     return results
 
 
-def print_hold(results: list[dict[str, Any]], seconds: float) -> None:
-    print(
-        f"\nmembers held over the wire: {HOLD_GROUPS} groups, session.timeout.ms="
-        f"{SESSION_TIMEOUT_MS}, heartbeat every {HEARTBEAT_INTERVAL_S:g} s, hold {seconds:g} s"
-    )
+def print_hold(results: list[dict[str, Any]], title: str) -> None:
+    print(f"\n{title}")
     print_table(
         (
             "members",
@@ -764,7 +1162,7 @@ def print_hold(results: list[dict[str, Any]], seconds: float) -> None:
         )
 
 
-MEASURES = ("join", "commits", "hold")
+MEASURES = ("join", "join-consumer", "commits", "hold", "hold-consumer")
 
 
 def main() -> int:
@@ -784,6 +1182,18 @@ def main() -> int:
         help="members held, a ramp (default %(default)s)",
     )
     parser.add_argument("--hold-seconds", type=float, default=300.0)
+    parser.add_argument(
+        "--consumer-heartbeat-interval-ms",
+        type=int,
+        help="the coordinator's consumer_group_heartbeat_interval_ms for the joins (default: "
+        "its own, 5000); below 5000 it lowers the minimum too",
+    )
+    parser.add_argument(
+        "--partitions-per-consumer",
+        type=int,
+        default=1,
+        help="join-consumer's topic: this many partitions per consumer (default %(default)s)",
+    )
     parser.add_argument("--no-tansu", action="store_true", help="leave the peer out")
     args = parser.parse_args()
     measures = args.measures.split(",")
@@ -791,15 +1201,26 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown measures {sorted(unknown)}; choose from {', '.join(MEASURES)}")
     sizes = [int(size) for size in args.sizes.split(",")]
+    settings: dict[str, str] = {}
+    if args.consumer_heartbeat_interval_ms is not None:
+        interval = str(args.consumer_heartbeat_interval_ms)
+        settings["COORDINATOR_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS"] = interval
+        if args.consumer_heartbeat_interval_ms < 5000:
+            settings["COORDINATOR_CONSUMER_GROUP_MIN_HEARTBEAT_INTERVAL_MS"] = interval
     results: dict[str, Any] = {
         "machine": {"cpus": len(os.sched_getaffinity(0)), "python": platform.python_version()},
         "join_s": {},
+        "join_consumer": {},
         "commits_per_s": {},
     }
-    if "join" in measures or "commits" in measures:
+    if settings:
+        results["settings"] = settings
+    if args.partitions_per_consumer != 1:
+        results["partitions_per_consumer"] = args.partitions_per_consumer
+    if {"join", "join-consumer", "commits"} & set(measures):
         with (
             tempfile.TemporaryDirectory(prefix="kafka-wire-") as tmp,
-            brokers(Path(tmp), not args.no_tansu) as found,
+            brokers(Path(tmp), not args.no_tansu, **settings) as found,
         ):
             for broker in found:
                 if "join" in measures:
@@ -808,54 +1229,142 @@ def main() -> int:
                         str(size): round(join(broker, size, run), 3)
                         for run, size in enumerate(sizes)
                     }
+                if "join-consumer" in measures and isinstance(broker, Lab):
+                    print(f"{broker.name}: join-consumer ...", flush=True)
+                    results["join_consumer"] = {
+                        str(size): {
+                            k: round(v, 3) if isinstance(v, float) else v
+                            for k, v in join_consumer(
+                                broker.server, size, run, args.partitions_per_consumer
+                            ).items()
+                        }
+                        for run, size in enumerate(sizes)
+                    }
                 if "commits" in measures:
                     print(f"{broker.name}: commits ...", flush=True)
                     results["commits_per_s"][broker.name] = {
                         str(per): asyncio.run(commit_run(broker, per, args.commit_seconds, run))
                         for run, per in enumerate((1, 100))
                     }
-        names = list(results["join_s"] or results["commits_per_s"])
-        rows: list[tuple[Any, ...]] = []
-        for size in sizes if "join" in measures else ():
-            times = [results["join_s"][name][str(size)] for name in names]
-            ratio = f"{times[0] / times[1]:.2f}x" if len(times) == 2 and times[1] else "-"
-            rows.append((f"join {size} consumers (s)", *times, ratio))
-        for per in (1, 100) if "commits" in measures else ():
-            rates = [results["commits_per_s"][name][str(per)]["per_s"] for name in names]
-            ratio = f"{rates[0] / rates[1]:.2f}x" if len(rates) == 2 and rates[1] else "-"
-            rows.append((f"commits/s, {per} partition(s) each", *rates, ratio))
-        print_table(("measure", *names, "lab/tansu"), rows)
-        join_200 = results["join_s"].get("rebalance-lab", {}).get("200")
-        if join_200 is not None:
-            verdict = "met" if join_200 <= 3.0 + 2.0 else "NOT MET"
-            print(
-                f"target (200 consumers assigned within 3 s delay + 2 s): {verdict} ({join_200} s)"
-            )
-        if "commits" in measures:
-            lab = results["commits_per_s"]["rebalance-lab"]
-            for per in ("1", "100"):
-                print(
-                    f"commits of {per}: {lab[per]['answered']:,} answered without error, "
-                    f"{lab[per]['counted']:,} handled by the engine (its own count)"
-                )
-            for name, rates in results["commits_per_s"].items():
-                print(
-                    f"{name}: CPU during the commits of 1 / of 100: broker "
-                    f"{rates['1']['broker_cpu_pct']}% / {rates['100']['broker_cpu_pct']}%, "
-                    f"load client {rates['1']['load_cpu_pct']}% / "
-                    f"{rates['100']['load_cpu_pct']}%"
-                )
-            single = lab["1"]["per_s"]
-            verdict = "met" if single >= 20000 else "NOT MET"
-            print(f"target (>= 20,000 single commits/s): {verdict} ({single})")
+            names = [broker.name for broker in found]
+        print_joins_and_commits(results, names, sizes, measures)
     if "hold" in measures:
-        hold = hold_ramp([int(n) for n in args.hold_sizes.split(",")], args.hold_seconds)
-        print_hold(hold, args.hold_seconds)
+        hold = hold_ramp(
+            [int(n) for n in args.hold_sizes.split(",")], args.hold_seconds, hold_run, "hold"
+        )
+        print_hold(
+            hold,
+            f"members held over the wire (classic protocol): {HOLD_GROUPS} groups, "
+            f"session.timeout.ms={SESSION_TIMEOUT_MS}, heartbeat every "
+            f"{HEARTBEAT_INTERVAL_S:g} s, hold {args.hold_seconds:g} s",
+        )
         results["hold"] = [
+            {k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()} for r in hold
+        ]
+    if "hold-consumer" in measures:
+        hold = hold_ramp(
+            [int(n) for n in args.hold_sizes.split(",")],
+            args.hold_seconds,
+            hold_consumer_run,
+            "hold-consumer",
+        )
+        print_hold(
+            hold,
+            f"consumer-protocol members held over the wire (ConsumerGroupHeartbeat v1): "
+            f"{HOLD_GROUPS} groups, the coordinator's session (45 s) and heartbeat interval "
+            f"({CONSUMER_HEARTBEAT_INTERVAL_S:g} s), hold {args.hold_seconds:g} s",
+        )
+        results["hold_consumer"] = [
             {k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()} for r in hold
         ]
     print(json.dumps(results))
     return 0
+
+
+def print_joins_and_commits(
+    results: dict[str, Any], names: list[str], sizes: list[int], measures: list[str]
+) -> None:
+    """The joins' and the commits' table, and the targets."""
+    rows: list[tuple[Any, ...]] = []
+
+    def ratio(lab: float, peer: float | None) -> str:
+        return f"{lab / peer:.2f}x" if peer else "-"
+
+    for size in sizes if "join" in measures else ():
+        times = [results["join_s"][name][str(size)] for name in names]
+        peer = times[1] if len(times) == 2 else None
+        rows.append((f"join {size} consumers, classic (s)", *times, ratio(times[0], peer)))
+    no_kip848 = ["not served (no KIP-848)"] * (len(names) - 1)
+    for size in sizes if "join-consumer" in measures else ():
+        figures = results["join_consumer"][str(size)]
+        per = results.get("partitions_per_consumer", 1)
+        topic = f", {size * per} partitions" if per != 1 else ""
+        rows.append(
+            (
+                f"join {size} consumers, consumer protocol{topic} (s)",
+                figures["join_s"],
+                *no_kip848,
+                "-",
+            )
+        )
+        rows.append(
+            ("  server CPU meanwhile (s)", round(figures["join_server_cpu_s"], 2), *no_kip848, "-")
+        )
+        rows.append(
+            (
+                f"  one more joins the {size}: s until Stable",
+                figures["one_more_stable_s"],
+                *no_kip848,
+                "-",
+            )
+        )
+        rows.append(
+            (
+                "  partitions revoked / moved",
+                f"{figures['one_more_revoked']} / {figures['one_more_moved']}",
+                *no_kip848,
+                "-",
+            )
+        )
+    for per in (1, 100) if "commits" in measures else ():
+        rates = [results["commits_per_s"][name][str(per)]["per_s"] for name in names]
+        peer = rates[1] if len(rates) == 2 else None
+        rows.append((f"commits/s, {per} partition(s) each", *rates, ratio(rates[0], peer)))
+    print_table(("measure", *names, "lab/tansu"), rows)
+    join_200 = results["join_s"].get("rebalance-lab", {}).get("200")
+    if join_200 is not None:
+        verdict = "met" if join_200 <= 3.0 + 2.0 else "NOT MET"
+        print(f"target (200 consumers assigned within 3 s delay + 2 s): {verdict} ({join_200} s)")
+    consumer_200 = results["join_consumer"].get("200")
+    if consumer_200 is not None:
+        verdict = "met" if consumer_200["join_s"] <= 1.5 else "NOT MET"
+        print(
+            f"target (200 consumer-protocol consumers assigned within 1.5 s): {verdict} "
+            f"({consumer_200['join_s']} s)"
+        )
+    for size, figures in results["join_consumer"].items():
+        if figures["one_more_revoked"] != figures["one_more_moved"]:
+            print(
+                f"one more joining {size}: {figures['one_more_revoked']} partitions revoked "
+                f"but {figures['one_more_moved']} moved"
+            )
+    if "commits" in measures:
+        lab = results["commits_per_s"]["rebalance-lab"]
+        for per in ("1", "100"):
+            print(
+                f"commits of {per}: {lab[per]['answered']:,} answered without error, "
+                f"{lab[per]['counted']:,} handled by the engine (its own count)"
+            )
+        for name, rates in results["commits_per_s"].items():
+            print(
+                f"{name}: CPU during the commits of 1 / of 100: broker "
+                f"{rates['1']['broker_cpu_pct']}% / {rates['100']['broker_cpu_pct']}%, "
+                f"load client {rates['1']['load_cpu_pct']}% / "
+                f"{rates['100']['load_cpu_pct']}%"
+            )
+        single = lab["1"]["per_s"]
+        verdict = "met" if single >= 20000 else "NOT MET"
+        print(f"target (>= 20,000 single commits/s): {verdict} ({single})")
 
 
 if __name__ == "__main__":
