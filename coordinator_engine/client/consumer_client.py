@@ -114,6 +114,7 @@ from .events import (
     PartitionsRevoked,
 )
 from .handoff_client import new_member_id
+from .timing import checked_time, next_regular_tick_ms, quiet_period_ms
 
 __all__ = [
     "CONSUMER_CLOSE_REASON",
@@ -461,9 +462,7 @@ class ConsumerClient:
         if not self._quiet_heartbeats or self._heartbeat is not None or not self.joined:
             return
         t = self._timers
-        interval = max(self._interval_ms, 1)
-        last = t.heartbeat_sent_ms
-        tick = last + ((now - last) // interval + 1) * interval
+        tick = next_regular_tick_ms(t.heartbeat_sent_ms, now, max(self._interval_ms, 1))
         if tick < t.heartbeat_due_ms:
             t.heartbeat_due_ms = tick
 
@@ -607,12 +606,8 @@ class ConsumerClient:
         return self._state is State.PREPARE_LEAVING or self._state is State.LEAVING
 
     def _tick(self, now_ms: int) -> int:
-        if type(now_ms) is not int:
-            raise TypeError(f"now_ms must be an int, got {type(now_ms).__name__}")
-        if now_ms < self._now:
-            raise ValueError(f"time went backwards: {now_ms} < {self._now}")
-        self._now = now_ms
-        return now_ms
+        self._now = now = checked_time(self._now, now_ms)
+        return now
 
     def _emit(self, event: ClientEvent) -> None:
         self._events.append(event)
@@ -807,8 +802,7 @@ class ConsumerClient:
             and not (self._to_fetch or self._to_commit or self._commit or self._fetch)
         ):
             # Nothing to report or wait for: the next heartbeat only keeps the session.
-            interval = max(self._interval_ms, 1)
-            quiet = max(1, (self._config.session_timeout_ms - 1) // interval) * interval
+            quiet = quiet_period_ms(self._config.session_timeout_ms, max(self._interval_ms, 1))
             t.heartbeat_due_ms = flight.sent_ms + quiet
 
     def _fence(self, reason: str, now: int) -> None:

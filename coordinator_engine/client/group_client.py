@@ -146,6 +146,7 @@ from .state import (
     MemberState,
     check_transition,
 )
+from .timing import checked_time, next_regular_tick_ms, quiet_period_ms
 
 #: Every request the client sends.
 ClientRequest = (
@@ -405,7 +406,7 @@ class GroupClient:
         self._quiet_heartbeats = quiet_heartbeats
         #: A quiet member's heartbeat period: the last regular tick before its session ends.
         interval = config.heartbeat_interval_ms
-        self._quiet_interval_ms = max(1, (config.session_timeout_ms - 1) // interval) * interval
+        self._quiet_interval_ms = quiet_period_ms(config.session_timeout_ms, interval)
 
     # ------------------------------------------------------------------ public state
 
@@ -586,9 +587,7 @@ class GroupClient:
         if state is not STABLE and state is not COMPLETING_REBALANCE:
             return
         t = self._timers
-        interval = self._config.heartbeat_interval_ms
-        last = t.heartbeat_sent_ms
-        tick = last + ((now - last) // interval + 1) * interval
+        tick = next_regular_tick_ms(t.heartbeat_sent_ms, now, self._config.heartbeat_interval_ms)
         if tick < t.heartbeat_due_ms:
             t.heartbeat_due_ms = tick
             idle = self._idle_until
@@ -817,12 +816,8 @@ class GroupClient:
     # ------------------------------------------------------------------ time and bookkeeping
 
     def _tick(self, now_ms: int) -> int:
-        if type(now_ms) is not int:
-            raise TypeError(f"now_ms must be an int, got {type(now_ms).__name__}")
-        if now_ms < self._now:
-            raise ValueError(f"time went backwards: {now_ms} < {self._now}")
-        self._now = now_ms
-        return now_ms
+        self._now = now = checked_time(self._now, now_ms)
+        return now
 
     @staticmethod
     def _kind_of(request: Any) -> tuple[_Kind, type]:

@@ -93,6 +93,7 @@ from .events import (
     PartitionsToStart,
     StartConfirmed,
 )
+from .timing import checked_time, next_regular_tick_ms, quiet_period_ms
 
 __all__ = [
     "HANDOFF_CLOSE_REASON",
@@ -236,7 +237,7 @@ class HandoffClient:
         self._quiet_heartbeats = quiet_heartbeats
         #: A quiet member's heartbeat period: the last regular tick before its session ends.
         interval = config.heartbeat_interval_ms
-        self._quiet_interval_ms = max(1, (config.session_timeout_ms - 1) // interval) * interval
+        self._quiet_interval_ms = quiet_period_ms(config.session_timeout_ms, interval)
 
     # ------------------------------------------------------------------ public state
 
@@ -373,9 +374,7 @@ class HandoffClient:
         if not self._quiet_heartbeats or self._heartbeat is not None or not self._joined:
             return
         t = self._timers
-        interval = self._config.heartbeat_interval_ms
-        last = t.heartbeat_sent_ms
-        tick = last + ((now - last) // interval + 1) * interval
+        tick = next_regular_tick_ms(t.heartbeat_sent_ms, now, self._config.heartbeat_interval_ms)
         if tick < t.heartbeat_due_ms:
             t.heartbeat_due_ms = tick
 
@@ -529,12 +528,8 @@ class HandoffClient:
     # ------------------------------------------------------------------ bookkeeping
 
     def _tick(self, now_ms: int) -> int:
-        if type(now_ms) is not int:
-            raise TypeError(f"now_ms must be an int, got {type(now_ms).__name__}")
-        if now_ms < self._now:
-            raise ValueError(f"time went backwards: {now_ms} < {self._now}")
-        self._now = now_ms
-        return now_ms
+        self._now = now = checked_time(self._now, now_ms)
+        return now
 
     def _draw_member_id(self) -> str:
         member_id = self._new_id()
