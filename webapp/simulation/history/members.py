@@ -123,11 +123,30 @@ class Process:
         self.die()
 
     def close(self) -> None:
-        """The application closes its consumer: the client commits and leaves."""
+        """The application closes its consumer: it hands over its positions, the client
+        commits them and leaves."""
+        self.record_positions()
         self.client.close(self.run.now)
         self.pump()
         if self.alive:
             self.die()  # the client answered everything at once: it is closed
+
+    def record_positions(self) -> None:
+        """Hand the client what the application consumed of its partitions by now."""
+        raise NotImplementedError
+
+    def stall(self, duration_ms: int) -> None:
+        """The application is stuck on one batch for ``duration_ms``: a classic member polls
+        not at all meanwhile (KIP-62: its client leaves when the poll timer runs out); a
+        handoff member heartbeats on (Kafka's heartbeat thread) but confirms no close until
+        the batch is done."""
+        run = self.run
+        self.group.summary.slow_members += 1
+        self.stalled_until = run.now + duration_ms
+        run.at(self.stalled_until, self.unstall, self.stalled_until)
+
+    def unstall(self, token: int) -> None:
+        raise NotImplementedError
 
     def wake(self) -> None:
         """The group changed: the client heartbeats at its next regular tick."""
@@ -297,16 +316,14 @@ class Member(Process):
             self.crash()
             return
         if awaiting or now >= client.auto_commit_due_ms:
-            position = consumed_offset(now)
-            client.record_positions({tp: position + tp[1] for tp in client.assignment})
+            self.record_positions()
         client.poll(now)
         self.poll_due = min(client.auto_commit_due_ms, now + self.max_poll_ms)
 
-    def close(self) -> None:
+    def record_positions(self) -> None:
         client = self.client
         position = consumed_offset(self.run.now)
         client.record_positions({tp: position + tp[1] for tp in client.assignment})
-        super().close()
 
     def assigning(self) -> bool:
         client = self.client
@@ -330,14 +347,6 @@ class Member(Process):
                 wake = poll_due
         if wake is not None and wake != self.due:
             self.wake_at(wake)
-
-    def stall(self, duration_ms: int) -> None:
-        """The application spends ``duration_ms`` (> max.poll.interval.ms) on one batch: no
-        poll meanwhile (KIP-62: the client leaves when its poll timer runs out)."""
-        run = self.run
-        self.group.summary.slow_members += 1
-        self.stalled_until = run.now + duration_ms
-        run.at(self.stalled_until, self.unstall, self.stalled_until)
 
     def unstall(self, token: int) -> None:
         if self.alive and token == self.stalled_until:
@@ -412,10 +421,6 @@ class HandoffMember(Process):
         if wake is not None and wake != self.due:
             self.wake_at(wake)
 
-    def close(self) -> None:
-        self.record_positions()
-        super().close()
-
     def record_positions(self) -> None:
         client = self.client
         position = consumed_offset(self.run.now)
@@ -433,14 +438,6 @@ class HandoffMember(Process):
             self.pump()
         self.commit_due = run.now + run.commit_interval_ms
         run.at(self.commit_due, self.commit_tick, self.commit_due)
-
-    def stall(self, duration_ms: int) -> None:
-        """Its processing is stuck for ``duration_ms``: heartbeats go on (Kafka's heartbeat
-        thread), but a close is confirmed only once the batch is done."""
-        run = self.run
-        self.group.summary.slow_members += 1
-        self.stalled_until = run.now + duration_ms
-        run.at(self.stalled_until, self.unstall, self.stalled_until)
 
     def unstall(self, token: int) -> None:
         if self.alive and token == self.stalled_until:
