@@ -83,7 +83,6 @@ from typing import Any
 from coordinator_engine.assignors import TopicPartitionPair
 from coordinator_engine.errors import Errors
 from coordinator_engine.requests import (
-    INT64_MAX,
     ConsumerGroupHeartbeatRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
@@ -114,7 +113,7 @@ from .events import (
     PartitionsRevoked,
 )
 from .handoff_client import new_member_id
-from .timing import checked_time, next_regular_tick_ms, quiet_period_ms
+from .rules import check_offset, checked_time, next_regular_tick_ms, quiet_period_ms
 
 __all__ = [
     "CONSUMER_CLOSE_REASON",
@@ -400,8 +399,7 @@ class ConsumerClient:
         """The application consumed a partition up to ``next_offset`` (the next to read).
         Ignored for a partition it may not consume now (not owned, or being revoked: Kafka
         drops what was fetched for a partition pending revocation)."""
-        if type(next_offset) is not int or not 0 <= next_offset <= INT64_MAX:
-            raise ValueError(f"record_consumed: offset {next_offset!r} must be an int >= 0")
+        check_offset("record_consumed", next_offset)
         tp = (topic, partition)
         if tp in self._positions and tp not in self.pending_revocation:
             self._positions[tp] = next_offset
@@ -417,8 +415,7 @@ class ConsumerClient:
         for tp, offset in offsets.items():
             if tp not in self._owned:
                 raise ValueError(f"commit: {tp!r} is not a partition this member owns")
-            if type(offset) is not int or not 0 <= offset <= INT64_MAX:
-                raise ValueError(f"commit: offset {offset!r} of {tp} must be an int >= 0")
+            check_offset("commit", offset, tp)
             checked[tp] = offset
         if not checked:
             self._emit(CommitCompleted(at_ms=self._now, offsets={}, auto=False))

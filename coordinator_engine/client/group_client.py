@@ -90,7 +90,6 @@ from coordinator_engine.cluster import (
 from coordinator_engine.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from coordinator_engine.errors import Errors
 from coordinator_engine.requests import (
-    INT64_MAX,
     Assignment,
     HeartbeatRequest,
     JoinGroupRequest,
@@ -137,6 +136,7 @@ from .protocol import (
     group_subscriptions,
     join_protocols,
 )
+from .rules import check_offset, checked_time, next_regular_tick_ms, quiet_period_ms
 from .state import (
     COMPLETING_REBALANCE,
     HEARTBEAT_STATES,
@@ -146,7 +146,6 @@ from .state import (
     MemberState,
     check_transition,
 )
-from .timing import checked_time, next_regular_tick_ms, quiet_period_ms
 
 #: Every request the client sends.
 ClientRequest = (
@@ -561,8 +560,7 @@ class GroupClient:
                 or key[1] < 0
             ):
                 raise ValueError(f"commit: {key!r} is not a (topic, partition) pair")
-            if type(offset) is not int or not 0 <= offset <= INT64_MAX:
-                raise ValueError(f"commit: offset {offset!r} of {key} must be an int >= 0")
+            check_offset("commit", offset, key)
             checked[key] = offset
         if not checked:
             self._emit(CommitCompleted(at_ms=self._now, offsets={}, auto=False))
@@ -1338,8 +1336,7 @@ class GroupClient:
         for tp, offset in positions:
             if tp not in assignment:
                 raise ValueError(f"{method}: partition {tp} is not assigned to this consumer")
-            if type(offset) is not int or not 0 <= offset <= INT64_MAX:
-                raise ValueError(f"{method}: offset {offset!r} must be an int >= 0")
+            check_offset(method, offset)
             recorded[tp] = offset
             if awaiting and tp in awaiting:
                 awaiting.remove(tp)

@@ -93,7 +93,7 @@ from .events import (
     PartitionsToStart,
     StartConfirmed,
 )
-from .timing import checked_time, next_regular_tick_ms, quiet_period_ms
+from .rules import check_offset, checked_time, next_regular_tick_ms, quiet_period_ms
 
 __all__ = [
     "HANDOFF_CLOSE_REASON",
@@ -316,8 +316,7 @@ class HandoffClient:
     def record_consumed(self, topic: str, partition: int, next_offset: int) -> None:
         """The application consumed a partition up to ``next_offset`` (the next to read).
         Ignored for a partition it does not consume (one just lost, say)."""
-        if type(next_offset) is not int or not 0 <= next_offset <= INT64_MAX:
-            raise ValueError(f"record_consumed: offset {next_offset!r} must be an int >= 0")
+        check_offset("record_consumed", next_offset)
         if (topic, partition) in self._consuming:
             self._positions[topic, partition] = next_offset
 
@@ -359,8 +358,7 @@ class HandoffClient:
         for tp, offset in offsets.items():
             if tp not in self._consuming:
                 raise ValueError(f"commit: {tp!r} is not a partition this member consumes")
-            if type(offset) is not int or not 0 <= offset <= INT64_MAX:
-                raise ValueError(f"commit: offset {offset!r} of {tp} must be an int >= 0")
+            check_offset("commit", offset, tp)
             checked[tp] = offset
         self._to_commit.update(checked)
 
