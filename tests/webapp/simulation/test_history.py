@@ -1,7 +1,7 @@
 """``generate_history``: a synthetic history from the real engine in virtual time
 (webapp.simulation.history and ``manage.py generate_history``).
 
-One history of 20,000 events (seed 1) is generated once for the module; the tests read it back
+One history of 25,000 events (seed 1) is generated once for the module; the tests read it back
 with pyarrow's dataset reader, as a Spark job would, and check it against the schema, the
 layout, what must occur in it, and the generator's own summary."""
 
@@ -26,7 +26,7 @@ from django.core.management import call_command
 
 from coordinator_engine import GroupCoordinator, SqliteLog
 from coordinator_engine.client import CLOSE_REASON
-from coordinator_engine.events import HANDOFF_EVENT_TYPES
+from coordinator_engine.events import CONSUMER_EVENT_TYPES, HANDOFF_EVENT_TYPES
 from spark_tasks.schema import HISTORY_SCHEMA
 from webapp.analysis.export import HistoryDirError
 from webapp.simulation.history import (
@@ -37,7 +37,7 @@ from webapp.simulation.history import (
 )
 
 ROOT = Path(__file__).resolve().parents[3]
-EVENTS = 20_000
+EVENTS = 25_000
 EVENT_TYPES = {
     "StateChanged",
     "GenerationStarted",
@@ -51,6 +51,7 @@ EVENT_TYPES = {
     "OffsetsRemoved",
     "GroupRemoved",
     *HANDOFF_EVENT_TYPES,
+    *CONSUMER_EVENT_TYPES,
 }
 ADMIN_REBALANCE = "an admin requested a rebalance"
 
@@ -152,10 +153,28 @@ def test_the_generators_own_counts_agree_with_the_events(
         counts[r["type"], r["reason"]] += 1
         if r["type"] == "MemberRemoved" and r["reason"] == "left":
             counts["left", r["detail"]] += 1
-    assert len(history.groups) == 14
+    assert len(history.groups) == 17
     for group in history.groups:
         counts = per_group[group.group_id]
         assert group.fatal_errors == 0
+        if group.consumer:
+            # Epochs at which a member held its whole target: not every epoch reaches one
+            # before the next (an epoch bumped again while its members reconcile).
+            assert 0 < group.generations <= counts["ConsumerGroupEpochBumped"], group.group_id
+            # A member joins again (epoch 0) after its poll timeout, and a static one that
+            # came back after its session expired.
+            joined = counts["ConsumerMemberJoined"]
+            assert group.joins <= joined <= group.joins + group.slow_members + group.static_restarts
+            assert group.commits == counts["OffsetsCommitted"], group.group_id
+            # Members that closed, and the slow ones that left on their poll timeout.
+            assert group.leaves + group.slow_members >= counts["MemberRemoved", "left"] > 0
+            # A static member's process ends with a leave at epoch -2; most come back within
+            # the session and take over their assignment without a new epoch.
+            replaced = counts["StaticMemberReplaced"]
+            assert replaced <= group.static_restarts <= counts["ConsumerStaticMemberLeft"]
+            assert (replaced > 0) == (group.static_members > 0), group.group_id
+            assert counts["AssignmentStored"] == counts["GenerationStarted"] == 0
+            continue
         if group.handoff:
             # Epochs a member was told were Stable: some plans settle between two heartbeats.
             assert 0 < group.generations <= counts["HandoffPlanMade"], group.group_id
@@ -171,24 +190,35 @@ def test_the_generators_own_counts_agree_with_the_events(
         assert group.leaves == counts["left", CLOSE_REASON]
         assert group.offset_deletions == counts["OffsetsRemoved", "deleted"]
         assert group.group_deletions == counts["GroupRemoved", "deleted"]
-    consumer_groups = [g for g in history.groups if g.assignor is not None and not g.handoff]
-    assert {g.assignor for g in consumer_groups} == {
+    classic_groups = [
+        g for g in history.groups if g.assignor is not None and not g.handoff and not g.consumer
+    ]
+    assert {g.assignor for g in classic_groups} == {
         "range",
         "roundrobin",
         "sticky",
         "cooperative-sticky",
     }
-    assert {g.cooperative for g in consumer_groups} == {True, False}
+    assert {g.cooperative for g in classic_groups} == {True, False}
     for field in ("joins", "leaves", "crashes", "slow_members", "admin_rebalances", "generations"):
-        assert all(getattr(g, field) > 0 for g in consumer_groups), field
+        assert all(getattr(g, field) > 0 for g in classic_groups), field
     for field in ("static_restarts", "admin_removals"):
-        assert all(getattr(g, field) > 0 for g in consumer_groups if g.static_members), field
-    assert sum(g.partition_changes for g in consumer_groups) > 0
+        assert all(getattr(g, field) > 0 for g in classic_groups if g.static_members), field
+    assert sum(g.partition_changes for g in classic_groups) > 0
     assert history.cleanups > 0 and history.offsets_expired > 0 and history.groups_expired > 0
     handoff_groups = [g for g in history.groups if g.handoff]
     assert {g.group_id for g in handoff_groups} == {"orders-handoff", "inventory-handoff"}
     for field in ("joins", "leaves", "crashes", "slow_members", "generations", "commits"):
         assert all(getattr(g, field) > 0 for g in handoff_groups), field
+    protocol_groups = [g for g in history.groups if g.consumer]
+    assert {(g.group_id, g.assignor) for g in protocol_groups} == {
+        ("orders-consumer", "range"),
+        ("inventory-consumer", "uniform"),
+        ("shipments-consumer", "uniform"),
+    }
+    for field in ("joins", "leaves", "crashes", "slow_members", "generations", "commits"):
+        assert all(getattr(g, field) > 0 for g in protocol_groups), field
+    assert all(g.static_restarts > 0 for g in protocol_groups if g.static_members)
 
 
 def test_a_handoff_groups_partition_is_never_held_by_two_members(
@@ -217,6 +247,51 @@ def test_a_handoff_groups_partition_is_never_held_by_two_members(
             states.add(r["to_state"])
     assert states >= {"Starting", "Stable", "Closing"}
     assert sum(r["type"] == "HandoffPartitionsGranted" for r in rows) > 0
+
+
+def test_a_consumer_groups_partition_is_assigned_only_once_its_owner_let_it_go(
+    rows: list[dict[str, Any]],
+) -> None:
+    """KIP-848's promise, read back from the generated events: a partition is assigned to a
+    member only when nobody owns it, or its owner was asked to revoke it and has not been
+    given it back since (the coordinator waits for the release); a removed member owns
+    nothing; a static member's next process takes over what it owned. Every target
+    assignment covers each partition at most once."""
+    owner: dict[str, dict[tuple[str, int], str]] = {}
+    revoking: dict[str, set[tuple[str, int]]] = {}
+    states: set[str] = set()
+    for r in rows:
+        if not r["group_id"].endswith("-consumer"):
+            continue
+        group = owner.setdefault(r["group_id"], {})
+        partitions = [(p["topic"], p["partition"]) for p in r["partitions"] or ()]
+        member = r["member_id"]
+        if r["type"] == "ConsumerPartitionsRevoked":
+            for tp in partitions:
+                assert group.get(tp) == member, (r, group.get(tp))
+                revoking.setdefault(member, set()).add(tp)
+        elif r["type"] == "ConsumerPartitionsAssigned":
+            for tp in partitions:
+                previous = group.get(tp)
+                assert previous is None or tp in revoking.get(previous, ()), (r, previous)
+                if previous is not None:
+                    revoking[previous].discard(tp)
+                group[tp] = member
+        elif r["type"] == "MemberRemoved":
+            for tp in [tp for tp, m in group.items() if m == member]:
+                del group[tp]
+            revoking.pop(member, None)
+        elif r["type"] == "StaticMemberReplaced":  # the new process takes over what it owned
+            for tp in [tp for tp, m in group.items() if m == r["old_member_id"]]:
+                group[tp] = member
+            revoking[member] = revoking.pop(r["old_member_id"], set())
+        elif r["type"] == "ConsumerTargetAssignmentComputed":
+            targets = [(a["topic"], a["partition"]) for a in r["assignment"]]
+            assert len(targets) == len(set(targets)), r
+        elif r["type"] == "StateChanged":
+            states.add(r["to_state"])
+    assert states == {"Empty", "Assigning", "Reconciling", "Stable"}
+    assert sum(r["type"] == "ConsumerPartitionsRevoked" for r in rows) > 0
 
 
 def test_the_same_seed_gives_the_same_history_whatever_the_jobs(

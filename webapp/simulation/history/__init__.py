@@ -26,20 +26,20 @@ is 2); their events are merged into one history by time (ties: coordinator, then
 order) and numbered from 1 (``seq``), each row with its group's previous ``seq``
 (``prev_seq``), as the runtime numbers them. The result does not depend on ``jobs``.
 
-**The members** (``members``) are the library's consumer clients, ``GroupClient`` for a
-classic group and ``HandoffClient`` for a handoff group, with the host a consumer process adds
-around one: requests go straight to the coordinator's engine, FindCoordinator and Metadata are
-answered from the run's cluster, and the application polls, consumes at a steady rate and
-commits (auto-commit for classic members, ``commit()`` every commit interval for handoff
-members). So the history shows what the library's client does, as Kafka's consumer does it
-(``AbstractCoordinator`` / ``ConsumerCoordinator``): JoinGroup with one protocol per assignor,
-MEMBER_ID_REQUIRED answered by joining again with the given id (KIP-394), the leader running the
-real assignor over fresh metadata, followers an empty SyncGroup, heartbeats, rejoins on
-REBALANCE_IN_PROGRESS at the next poll (eager members commit and revoke everything first;
-cooperative members keep their partitions and rejoin at once after a sync that took some away,
-KIP-429), ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID resets, an OffsetFetch for new partitions,
-metadata refreshed every ``metadata.max.age.ms`` (a grown topic makes the member rejoin), and
-commits with generation and member id.
+**The members** (``members``) are the library's consumer clients, ``GroupClient`` for a classic
+group, ``HandoffClient`` for a handoff group and ``ConsumerClient`` for a consumer-protocol group
+(KIP-848), with the host a consumer process adds around one: requests go straight to the
+coordinator's engine, FindCoordinator and Metadata are answered from the run's cluster, and the
+application polls, consumes at a steady rate and commits (auto-commit for classic members,
+``commit()`` every commit interval for handoff members). So the history shows what the library's
+client does, as Kafka's consumer does it (``AbstractCoordinator`` / ``ConsumerCoordinator``):
+JoinGroup with one protocol per assignor, MEMBER_ID_REQUIRED answered by joining again with the
+given id (KIP-394), the leader running the real assignor over fresh metadata, followers an empty
+SyncGroup, heartbeats, rejoins on REBALANCE_IN_PROGRESS at the next poll (eager members commit and
+revoke everything first; cooperative members keep their partitions and rejoin at once after a sync
+that took some away, KIP-429), ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID resets, an OffsetFetch for
+new partitions, metadata refreshed every ``metadata.max.age.ms`` (a grown topic makes the member
+rejoin), and commits with generation and member id.
 
 **Virtual time.** A heap of timed actions and the engine's ``next_deadline_ms()`` decide what
 happens next; nothing waits. Each member wakes at its client's ``next_deadline_ms()`` or its
@@ -51,30 +51,32 @@ completes it. One liberty is taken with heartbeats: the clients run with ``quiet
 so a member of a quiet group sends only the last heartbeat before its session would expire
 instead of one every ``heartbeat.interval.ms``; the engine's state is the same (a heartbeat to a
 Stable group only pushes the member's session deadline), and as soon as the group changes (any
-StateChanged, GenerationStarted, MemberRemoved or StaticMemberReplaced event, or a handoff plan,
-close or grant) every member's client hears ``group_changed`` and heartbeats at its next regular
-tick, where it would have learnt of the change.
+StateChanged, GenerationStarted, MemberRemoved or StaticMemberReplaced event, a handoff plan,
+close or grant, or a consumer group's epoch bump, member state change, revocation or assignment)
+every member's client hears ``group_changed`` and heartbeats at its next regular tick, where it
+would have learnt of the change.
 
-**What happens.** The catalogue (``GROUPS``) runs twelve applications: every assignor (range,
+**What happens.** The catalogue (``GROUPS``) runs seventeen applications: every assignor (range,
 roundrobin, sticky, cooperative-sticky), eager and cooperative groups, static members, two
-applications that run by day and one job that only commits offsets. A churn process picks a
-group and one action at a time: a member joins; a dynamic member leaves (LeaveGroup); a member
-crashes (no LeaveGroup; the engine notices on its session timeout, or at the end of a join phase
-or sync that it missed); a member is too slow (its processing outlasts ``max.poll.interval.ms``:
-a dynamic one leaves with Kafka's poll-timeout reason, a static one sends nothing, and both join
-again when the processing ends); a static member restarts (it comes back with the same
-``group.instance.id`` and a new member id, mostly within its session timeout: the engine
+applications that run by day, one job that only commits offsets, and the handoff and
+consumer-protocol groups on the workloads of some of them (docs/analysis.md has the table). A churn
+process picks a group and one action at a time: a member joins; a dynamic member leaves
+(LeaveGroup); a member crashes (no LeaveGroup; the engine notices on its session timeout, or at the
+end of a join phase or sync that it missed); a member is too slow (its processing outlasts
+``max.poll.interval.ms``: a dynamic one leaves with Kafka's poll-timeout reason, a static one sends
+nothing, and both join again when the processing ends); a static member restarts (it comes back with
+the same ``group.instance.id`` and a new member id, mostly within its session timeout: the engine
 replaces it without a rebalance, StaticMemberReplaced); an admin triggers a rebalance
 (``trigger_rebalance``) or removes a static member (LeaveGroup by instance id). Topics gain
 partitions at random times (three times a day over the catalogue); every member of a group that
-subscribes notices at its next metadata refresh (within ``metadata.max.age.ms``, five minutes)
-and asks to rejoin; the first to poll starts the rebalance. The daily applications shut down
-every evening (dynamic members leave, static ones stop and an admin removes them); then an admin
-does one of ``NIGHTLY_CHORES``: delete the offsets of one topic or of all (OffsetDelete; the
-latter removes the group), delete the group (DeleteGroups), or nothing, and when the next start
-is more than a day away ``cleanup`` (run every ``offsets.retention.check.interval.ms``) expires
-the group. The offsets-only job commits with generation -1 for a few hours a day, and its
-offsets expire between runs.
+subscribes notices at its next metadata refresh (within ``metadata.max.age.ms``, five minutes) and
+asks to rejoin; the first to poll starts the rebalance. The daily applications shut down every
+evening (dynamic members leave, static ones stop and an admin removes them); then an admin does one
+of ``NIGHTLY_CHORES``: delete the offsets of one topic or of all (OffsetDelete; the latter removes
+the group), delete the group (DeleteGroups), or nothing, and when the next start is more than a day
+away ``cleanup`` (run every ``offsets.retention.check.interval.ms``) expires the group. The
+offsets-only job commits with generation -1 for a few hours a day, and its offsets expire between
+runs.
 
 **Pace.** The history starts at ``START_MS`` (2026-03-02 00:00 UTC) and spreads over about
 ``SPAN_MS`` (four days) whatever ``events`` is: each coordinator has a share of ``events`` in

@@ -1,9 +1,9 @@
 """The catalogue: the applications a history runs, the topics they read, and when topics grow.
 
-``GROUPS`` is twelve-odd applications covering every assignor, eager and cooperative groups,
-static members, applications that run by day, an offsets-only job and two handoff groups; a
-larger history runs more copies of them (``catalogue``) rather than churning the same ones
-harder. ``partition_changes`` plans the topics' growth over the span.
+``GROUPS`` is seventeen applications covering every assignor, eager and cooperative groups, static
+members, applications that run by day, an offsets-only job, two handoff groups and three
+consumer-protocol groups; a larger history runs more copies of them (``catalogue``) rather than
+churning the same ones harder. ``partition_changes`` plans the topics' growth over the span.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ class GroupSpec:
     group_id: the group.
     assignors: the members' ``partition.assignment.strategy``, in preference order; empty for
         a job without members that commits its group's offsets with generation -1 (as
-        manual-assignment consumers and offset tools do).
+        manual-assignment consumers and offset tools do). A consumer-protocol group's one
+        entry is the coordinator's assignor its members ask for (``group.remote.assignor``).
     topics: the subscribed topics.
     dynamic: the fewest and most dynamic members the churn keeps it between.
     static: how many static members it runs (``group.instance.id`` ``<group>-static-<n>``).
@@ -51,6 +52,10 @@ class GroupSpec:
     handoff: its group is a handoff group (seed 004, docs/engine.md "Handoff groups"): its
         members speak HandoffHeartbeat, the coordinator plans the assignment and moves each
         partition by a confirmed close, then a start (no assignors, no static members).
+    consumer: its group is a consumer-protocol group (KIP-848, docs/engine.md "Consumer
+        groups"): its members speak ConsumerGroupHeartbeat and the coordinator's assignor
+        (``assignors[0]``: uniform or range) assigns; ``max_poll_interval_ms`` is the
+        members' rebalance timeout; the session timeout is the coordinator's (not daily).
     """
 
     group_id: str
@@ -64,6 +69,7 @@ class GroupSpec:
     static_session_timeout_ms: int = 2 * MINUTE_MS
     daily: bool = False
     handoff: bool = False
+    consumer: bool = False
 
     @property
     def offsets_only(self) -> bool:
@@ -73,7 +79,11 @@ class GroupSpec:
     @property
     def cooperative(self) -> bool:
         """Its members rebalance cooperatively (every assignor they offer supports it)."""
-        return bool(self.assignors) and all(a in COOPERATIVE_ASSIGNORS for a in self.assignors)
+        return (
+            bool(self.assignors)
+            and not self.consumer
+            and all(a in COOPERATIVE_ASSIGNORS for a in self.assignors)
+        )
 
     @property
     def weight(self) -> int:
@@ -189,6 +199,32 @@ GROUPS: tuple[GroupSpec, ...] = (
         topics=("inventory",),
         dynamic=(3, 6),
         handoff=True,
+    ),
+    # Kafka 4's consumer protocol on the same two workloads, with the coordinator's range
+    # assignor for the eager range one and its uniform assignor for the cooperative-sticky
+    # one; and on shipments-coop's, whose static members restart (KIP-848 keeps a static
+    # member's assignment while it is away: epoch -2).
+    GroupSpec(
+        group_id="orders-consumer",
+        assignors=("range",),
+        topics=("orders",),
+        dynamic=(3, 6),
+        consumer=True,
+    ),
+    GroupSpec(
+        group_id="inventory-consumer",
+        assignors=("uniform",),
+        topics=("inventory",),
+        dynamic=(3, 6),
+        consumer=True,
+    ),
+    GroupSpec(
+        group_id="shipments-consumer",
+        assignors=("uniform",),
+        topics=("shipments", "orders"),
+        dynamic=(1, 2),
+        static=3,
+        consumer=True,
     ),
 )
 

@@ -1,10 +1,11 @@
 """The churn: what happens to each application's members, one action at a time.
 
-A ``GroupRun`` (a classic application) or ``HandoffGroupRun`` (a handoff one) starts and stops
-its members, runs its day (daily applications shut down every evening; an admin tidies the
-emptied group up), and takes one churn action when its coordinator's churn picks it: a member
-joins, leaves, crashes, is too slow, restarts (static), or an admin rebalances or removes a
-static member. ``settled`` says whether the group has come to rest (the end of a history).
+A ``GroupRun`` (a classic application), ``HandoffGroupRun`` (a handoff one) or
+``ConsumerGroupRun`` (a consumer-protocol one, KIP-848) starts and stops its members, runs its
+day (daily applications shut down every evening; an admin tidies the emptied group up), and
+takes one churn action when its coordinator's churn picks it: a member joins, leaves, crashes,
+is too slow, restarts (static), or an admin rebalances or removes a static member. ``settled``
+says whether the group has come to rest (the end of a history).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from coordinator_engine import (
+    ConsumerGroupState,
+    ConsumerGroupView,
     DeleteGroupsRequest,
     Errors,
     GroupState,
@@ -28,7 +31,7 @@ from coordinator_engine.classic import ADMIN_REMOVAL_REASONS
 from coordinator_engine.handoff import HandoffGroupView, HandoffState
 
 from .catalogue import HOUR_MS, MINUTE_MS, SECOND_MS, GroupSpec
-from .members import STABLE, HandoffMember, Member, consumed_offset
+from .members import ConsumerMember, HandoffMember, Member, PollingMember, consumed_offset
 from .summary import GroupSummary
 
 if TYPE_CHECKING:
@@ -49,11 +52,17 @@ ADMIN_REMOVAL_REASON = ADMIN_REMOVAL_REASONS[0]  # Kafka's AdminClient says this
 class GroupRun:
     """One application of the catalogue: its members and what happens to them."""
 
+    #: Its members' kind, made as ``member_kind(group, client_id, instance_id, host)``.
+    member_kind: Callable[[GroupRun, str, str | None, int], PollingMember] = Member
+    #: Whether an admin may trigger a rebalance of the group (Kafka's consumer protocol has no
+    #: such thing) and remove a static member (LeaveGroup by instance id).
+    admin_actions = True
+
     def __init__(self, run: CoordinatorRun, spec: GroupSpec, number: int) -> None:
         self.run = run
         self.spec = spec
         self.number = number
-        self.members: list[Member] = []
+        self.members: list[PollingMember] = []
         self.up = False
         self.started = 0
         self.restarting: set[str] = set()
@@ -67,6 +76,7 @@ class GroupRun:
             cooperative=spec.cooperative,
             static_members=spec.static,
             handoff=spec.handoff,
+            consumer=spec.consumer,
         )
 
     # -- membership ----------------------------------------------------------------------------
@@ -81,7 +91,7 @@ class GroupRun:
             self.restarting.discard(instance_id)
         if not restart:
             self.summary.joins += 1
-        member = Member(self, client_id, instance_id, host=len(self.members) + 1)
+        member = self.member_kind(self, client_id, instance_id, len(self.members) + 1)
         self.members.append(member)
         member.start(delay_ms)
 
@@ -217,7 +227,7 @@ class GroupRun:
         static = [m for m in members if m.instance_id is not None]
         present = {m.instance_id for m in static}
         missing = [i for i in self.static_ids if i not in present and i not in self.restarting]
-        stable = [m for m in members if m.state is STABLE and not m.stalled]
+        stable = [m for m in members if m.stable and not m.stalled]
         low, high = self.spec.dynamic
         choices: list[tuple[Callable[[], None], int]] = []
         if len(dynamic) < high:
@@ -230,22 +240,24 @@ class GroupRun:
             choices.append((lambda: self.leave(dynamic), 5 if len(dynamic) > low else 1))
         if members:
             choices.append((lambda: self.crash(members), 4))
-            choices.append((self.admin_rebalance, 2))
+            if self.admin_actions:
+                choices.append((self.admin_rebalance, 2))
         if stable:
             choices.append((lambda: self.slow(stable), 3))
         if static:
             choices.append((lambda: self.restart(static), 7))
-            choices.append((lambda: self.admin_remove(static), 1))
+            if self.admin_actions:
+                choices.append((lambda: self.admin_remove(static), 1))
         if not choices:  # every member is a static one between two lives
             return
         actions = [action for action, _ in choices]
         (action,) = rng.choices(actions, weights=[weight for _, weight in choices])
         action()
 
-    def leave(self, dynamic: list[Member]) -> None:
+    def leave(self, dynamic: list[PollingMember]) -> None:
         dynamic[self.run.rng.randrange(len(dynamic))].close()
 
-    def crash(self, members: list[Member]) -> None:
+    def crash(self, members: list[PollingMember]) -> None:
         rng = self.run.rng
         member = members[rng.randrange(len(members))]
         draw = rng.random()
@@ -254,18 +266,18 @@ class GroupRun:
         else:
             member.crash_on = "rebalance" if draw < 0.85 else "join"
 
-    def slow(self, stable: list[Member]) -> None:
+    def slow(self, stable: list[PollingMember]) -> None:
         rng = self.run.rng
         member = stable[rng.randrange(len(stable))]
         member.stall(int(member.max_poll_ms * (1.1 + 0.5 * rng.random())))
 
-    def restart(self, static: list[Member]) -> None:
+    def restart(self, static: list[PollingMember]) -> None:
         run = self.run
         rng = run.rng
         member = static[rng.randrange(len(static))]
         assert member.instance_id is not None
         self.summary.static_restarts += 1
-        member.die()
+        self.stop_static(member)
         self.restarting.add(member.instance_id)
         if rng.random() < 0.85:  # back within its session: replaced without a rebalance
             downtime = rng.randrange(2 * SECOND_MS, member.session_ms // 2)
@@ -273,12 +285,16 @@ class GroupRun:
             downtime = int(member.session_ms * (1.2 + rng.random()))
         run.at(run.now + downtime, self.comeback, member.instance_id)
 
+    def stop_static(self, member: PollingMember) -> None:
+        """A static member's process ends (a classic one sends no LeaveGroup, KIP-345)."""
+        member.die()
+
     def admin_rebalance(self) -> None:
         run = self.run
         if run.coordinator.trigger_rebalance(self.spec.group_id, run.now) == NONE:
             self.summary.admin_rebalances += 1
 
-    def admin_remove(self, static: list[Member]) -> None:
+    def admin_remove(self, static: list[PollingMember]) -> None:
         member = static[self.run.rng.randrange(len(static))]
         assert member.instance_id is not None
         self.remove([member.instance_id])
@@ -315,7 +331,7 @@ class GroupRun:
             or view.pending_member_ids
         ):
             return False
-        return all(m.settled and m.client.generation == view.generation_id for m in members)
+        return all(m.settled and m.generation == view.generation_id for m in members)
 
 
 class HandoffGroupRun(GroupRun):
@@ -376,4 +392,44 @@ class HandoffGroupRun(GroupRun):
             and view.state is HandoffState.STABLE
             and len(view.members) == len(members)
             and all(m.settled and not m.stalled for m in members)
+        )
+
+
+class ConsumerGroupRun(GroupRun):
+    """A consumer-protocol application (KIP-848): the same churn as a classic one (members
+    join, leave, crash, are slow, static members restart), without the admin's actions,
+    which Kafka's consumer protocol does not have. A static member's process ends with its
+    client's close, which leaves with epoch -2: the coordinator keeps its assignment for the
+    next process with the same instance id (one that did not leave so would hold the id, and
+    its next process be refused with UNRELEASED_INSTANCE_ID until its session expired)."""
+
+    member_kind = ConsumerMember
+    admin_actions = False
+
+    def __init__(self, run: CoordinatorRun, spec: GroupSpec, number: int) -> None:
+        if spec.daily:
+            raise ValueError(f"{spec.group_id}: a consumer-protocol application runs all day")
+        super().__init__(run, spec, number)
+
+    def crash(self, members: list[PollingMember]) -> None:
+        rng = self.run.rng
+        member = members[rng.randrange(len(members))]
+        if rng.random() < 0.6 or member.crash_on is not None:
+            member.crash()
+        else:  # a member in the group joins no more: it dies at the next epoch it is given
+            member.crash_on = "rebalance"
+
+    def stop_static(self, member: PollingMember) -> None:
+        member.close()
+
+    def settled(self) -> bool:
+        view = self.run.coordinator.group(self.spec.group_id)
+        members = self.members
+        if not members:
+            return view is None or not view.members
+        return (
+            isinstance(view, ConsumerGroupView)
+            and view.state is ConsumerGroupState.STABLE
+            and len(view.members) == len(members)
+            and all(m.settled and m.generation == view.group_epoch for m in members)
         )

@@ -26,6 +26,10 @@ from coordinator_engine.cluster import (
     TopicMetadata,
 )
 from coordinator_engine.events import (
+    ConsumerGroupEpochBumped,
+    ConsumerMemberStateChanged,
+    ConsumerPartitionsAssigned,
+    ConsumerPartitionsRevoked,
     GenerationStarted,
     GroupEvent,
     HandoffPartitionsClosing,
@@ -37,8 +41,7 @@ from coordinator_engine.events import (
 )
 
 from .catalogue import DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, SPAN_MS, START_MS, TOPICS, GroupSpec
-from .churn import GroupRun, HandoffGroupRun
-from .members import Member
+from .churn import ConsumerGroupRun, GroupRun, HandoffGroupRun
 from .rows import HistoryRows
 from .summary import CoordinatorSummary
 from .virtual_time import VirtualTime
@@ -95,8 +98,21 @@ WAKING_EVENTS = frozenset(
         HandoffPlanMade,
         HandoffPartitionsClosing,
         HandoffPartitionsGranted,
+        ConsumerGroupEpochBumped,
+        ConsumerMemberStateChanged,
+        ConsumerPartitionsRevoked,
+        ConsumerPartitionsAssigned,
     }
 )
+
+
+def run_kind(spec: GroupSpec) -> type[GroupRun]:
+    """The run of a group of ``spec``'s kind."""
+    if spec.handoff:
+        return HandoffGroupRun
+    if spec.consumer:
+        return ConsumerGroupRun
+    return GroupRun
 
 
 class LatestRecords:
@@ -177,7 +193,7 @@ class CoordinatorRun(VirtualTime):
             error_code=Errors.NONE, node_id=plan.index, host=f"coordinator-{plan.index}", port=9092
         )
         self.groups = {
-            spec.group_id: (HandoffGroupRun if spec.handoff else GroupRun)(self, spec, number)
+            spec.group_id: run_kind(spec)(self, spec, number)
             for number, spec in enumerate(plan.groups, start=1)
         }
         self.cleanups = self.offsets_expired = self.groups_expired = 0
@@ -286,8 +302,7 @@ class CoordinatorRun(VirtualTime):
         self.draining = True
         for group in self.groups.values():
             for member in group.members:
-                if isinstance(member, Member):
-                    member.crash_on = None
+                member.crash_on = None
 
     def settled(self) -> bool:
         return all(group.settled() for group in self.groups.values())

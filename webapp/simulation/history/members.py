@@ -1,8 +1,9 @@
 """The simulated members: the library's consumer clients, hosted in virtual time.
 
 A classic group's member is a ``coordinator_engine.client.GroupClient``, a handoff group's a
-``HandoffClient``, both with ``quiet_heartbeats`` (the package docstring). This module is what
-a process running a Kafka consumer adds around its client:
+``HandoffClient``, a consumer-protocol group's (KIP-848) a ``ConsumerClient``, all with
+``quiet_heartbeats`` (the package docstring). This module is what a process running a Kafka
+consumer adds around its client:
 
 * **The network.** A request goes straight to this coordinator's engine and is answered at
   once, except a JoinGroup or SyncGroup the engine parks (delivered when it completes).
@@ -14,9 +15,10 @@ a process running a Kafka consumer adds around its client:
   auto-commit's time, and within ``POLL_INTERVAL_MS`` of a rejoin waiting for a poll; it
   consumes ``RECORDS_PER_SECOND`` of every partition it owns (``consumed_offset``) and hands its
   positions to the client before a poll that may commit them. It can be too slow (``stall``:
-  no poll for longer than ``max.poll.interval.ms``; a handoff member confirms no close until
-  its batch is done), crash (no LeaveGroup; at once, at its next rebalance or at its next
-  join), be closed (``close``) or stop (``die``: a static member's process ends).
+  no poll for longer than ``max.poll.interval.ms``; a handoff member confirms no close, and a
+  consumer-protocol member releases no partition, until its batch is done), crash (no
+  LeaveGroup; at once, at its next rebalance or at its next join), be closed (``close``) or
+  stop (``die``: a static member's process ends).
 
 Each member wakes at the earlier of its client's ``next_deadline_ms()`` and its application's
 next poll, runs the client until it has nothing more to send, and reads the client's events for
@@ -33,13 +35,18 @@ from typing import TYPE_CHECKING, Any
 from coordinator_engine import Errors, JoinGroupRequest
 from coordinator_engine.client import (
     CLOSE_REASON,
+    CONSUMER_CLOSE_REASON,
     CommitCompleted,
+    ConsumerClient,
     ConsumerConfig,
+    ConsumerMemberState,
+    ConsumerProtocolConfig,
     FatalError,
     GroupClient,
     HandoffClient,
     HandoffConfig,
     LeftGroup,
+    MemberEpochChanged,
     MemberState,
     PartitionsAssigned,
     PartitionsToClose,
@@ -63,6 +70,7 @@ ASSIGN_DELAY_MS = 20
 NONE = Errors.NONE
 STABLE = MemberState.STABLE
 COMPLETING_REBALANCE = MemberState.COMPLETING_REBALANCE
+CONSUMER_STABLE = ConsumerMemberState.STABLE
 
 
 def consumed_offset(now: int) -> int:
@@ -71,12 +79,13 @@ def consumed_offset(now: int) -> int:
 
 
 class Process:
-    """What a classic and a handoff member share: a client, woken when it or its application
-    has something to do, whose requests go to the run's engine."""
+    """What every member shares: a client, woken when it or its application has something to
+    do, whose requests go to the run's engine."""
 
     __slots__ = (
         "alive",
         "client",
+        "crash_on",
         "due",
         "group",
         "instance_id",
@@ -85,10 +94,14 @@ class Process:
         "stalled_until",
     )
 
+    #: The reason the client's LeftGroup gives when the application closed it.
+    close_reason = CLOSE_REASON
+
     run: CoordinatorRun
     group: GroupRun
-    client: GroupClient | HandoffClient
+    client: GroupClient | HandoffClient | ConsumerClient
     alive: bool
+    crash_on: str | None
     due: int | None
     instance_id: str | None
     poll_due: int
@@ -98,6 +111,7 @@ class Process:
         self.group = group
         self.run = group.run
         self.alive = True
+        self.crash_on = None  # "rebalance" or "join": dies at that step
         self.due = None
         self.poll_due = 0  # when the application's next poll() matters to the client
         self.stalled_until = 0
@@ -242,16 +256,24 @@ class Process:
             if kind is CommitCompleted:
                 summary.commits += 1
             elif kind is PartitionsAssigned:
-                self.group.generation_completed(event.generation)
+                self.assigned(event)
             elif kind is PartitionsToClose:
                 self.stop(event.partitions)
             elif kind is LeftGroup:
-                if event.leave_group_sent and event.reason == CLOSE_REASON:
+                if (
+                    event.leave_group_sent
+                    and event.reason == self.close_reason
+                    and self.instance_id is None
+                ):
                     summary.leaves += 1
             elif kind is FatalError:
                 summary.fatal_errors += 1
                 self.die()
                 return
+
+    def assigned(self, event: PartitionsAssigned) -> None:
+        """The client took an assignment: its generation completed (for this member)."""
+        self.group.generation_completed(event.generation)
 
     def stop(self, partitions: Sequence[tuple[str, int]]) -> None:
         """The coordinator asked to close ``partitions`` (handoff members)."""
@@ -260,10 +282,78 @@ class Process:
         raise NotImplementedError
 
 
-class Member(Process):
+class PollingMember(Process):
+    """What a classic and a consumer-protocol member share: an application that polls (the
+    auto-commit, a rejoin waiting for a poll, ``max.poll.interval.ms``) and, stalled, does not
+    poll at all (KIP-62: its client leaves when the poll timer runs out and joins again at the
+    next poll)."""
+
+    __slots__ = ("max_poll_ms", "session_ms")
+
+    client: GroupClient | ConsumerClient
+    max_poll_ms: int
+    session_ms: int
+
+    @property
+    def stable(self) -> bool:
+        """Its client is in the group and holds its whole assignment."""
+        raise NotImplementedError
+
+    @property
+    def settled(self) -> bool:
+        """Stable, and nothing pending: no rejoin waiting for a poll, no stalled batch."""
+        raise NotImplementedError
+
+    @property
+    def generation(self) -> int:
+        """The generation (classic) or member epoch (consumer protocol) its client is at."""
+        raise NotImplementedError
+
+    def rebalancing(self) -> bool:
+        """A rebalance asks something of the application at this poll (a crash_on "rebalance"
+        member dies of it)."""
+        raise NotImplementedError
+
+    def poll(self, now: int) -> None:
+        """The application's poll(). The application polls all the time; the client hears of
+        it when it matters (``poll_due``): the auto-commit is due, a rejoin waits for a poll,
+        or ``max.poll.interval.ms`` would run out. It hands over its positions first when the
+        poll may commit them (the auto-commit, or a rejoin: eager members commit before they
+        revoke)."""
+        client = self.client
+        awaiting = client.awaiting_poll
+        if self.crash_on == "rebalance" and self.rebalancing():
+            self.crash()
+            return
+        if awaiting or now >= client.auto_commit_due_ms:
+            self.record_positions()
+        client.poll(now)
+        self.poll_due = min(client.auto_commit_due_ms, now + self.max_poll_ms)
+
+    def schedule(self, now: int) -> None:
+        client = self.client
+        wake = client.next_deadline_ms()
+        if now >= self.stalled_until:
+            poll_due = self.poll_due
+            if client.awaiting_poll and poll_due > now + POLL_INTERVAL_MS:
+                poll_due = self.poll_due = now + self.run.rng.randrange(1, POLL_INTERVAL_MS)
+            if wake is None or poll_due < wake:
+                wake = poll_due
+        if wake is not None and wake != self.due:
+            self.wake_at(wake)
+
+    def unstall(self, token: int) -> None:
+        if self.alive and token == self.stalled_until:
+            self.stalled_until = 0
+            self.poll(self.run.now)
+            if self.alive:
+                self.pump()
+
+
+class Member(PollingMember):
     """One consumer process of a classic group: a ``GroupClient`` and its application."""
 
-    __slots__ = ("crash_on", "max_poll_ms", "session_ms")
+    __slots__ = ()
 
     client: GroupClient
 
@@ -276,7 +366,6 @@ class Member(Process):
             spec.static_session_timeout_ms if instance_id is not None else spec.session_timeout_ms
         )
         self.max_poll_ms = spec.max_poll_interval_ms
-        self.crash_on: str | None = None  # "rebalance" or "join": dies at that step
         self.client = GroupClient(
             ConsumerConfig(
                 group_id=spec.group_id,
@@ -300,25 +389,22 @@ class Member(Process):
         return self.client.state
 
     @property
+    def stable(self) -> bool:
+        return self.client.state is STABLE
+
+    @property
+    def generation(self) -> int:
+        return self.client.generation
+
+    @property
     def settled(self) -> bool:
         client = self.client
         return client.state is STABLE and not client.awaiting_poll and not self.stalled
 
-    def poll(self, now: int) -> None:
-        """The application's poll(). The application polls all the time; the client hears of
-        it when it matters (``poll_due``): the auto-commit is due, a rejoin waits for a poll,
-        or ``max.poll.interval.ms`` would run out. It hands over its positions first when the
-        poll may commit them (the auto-commit, or a rejoin: eager members commit before they
-        revoke)."""
+    def rebalancing(self) -> bool:
+        """A rejoin waits for this poll while the member is still Stable."""
         client = self.client
-        awaiting = client.awaiting_poll
-        if awaiting and self.crash_on == "rebalance" and client.state is STABLE:
-            self.crash()
-            return
-        if awaiting or now >= client.auto_commit_due_ms:
-            self.record_positions()
-        client.poll(now)
-        self.poll_due = min(client.auto_commit_due_ms, now + self.max_poll_ms)
+        return client.awaiting_poll and client.state is STABLE
 
     def record_positions(self) -> None:
         client = self.client
@@ -335,25 +421,6 @@ class Member(Process):
             self.crash()
             return False
         return True
-
-    def schedule(self, now: int) -> None:
-        client = self.client
-        wake = client.next_deadline_ms()
-        if now >= self.stalled_until:
-            poll_due = self.poll_due
-            if client.awaiting_poll and poll_due > now + POLL_INTERVAL_MS:
-                poll_due = self.poll_due = now + self.run.rng.randrange(1, POLL_INTERVAL_MS)
-            if wake is None or poll_due < wake:
-                wake = poll_due
-        if wake is not None and wake != self.due:
-            self.wake_at(wake)
-
-    def unstall(self, token: int) -> None:
-        if self.alive and token == self.stalled_until:
-            self.stalled_until = 0
-            self.poll(self.run.now)
-            if self.alive:
-                self.pump()
 
 
 class HandoffMember(Process):
@@ -446,3 +513,100 @@ class HandoffMember(Process):
             if closing:
                 self.stop(sorted(closing))
                 self.pump()
+
+
+class ConsumerMember(PollingMember):
+    """One consumer process of a consumer-protocol group (KIP-848): a ``ConsumerClient`` and
+    its application, which polls as a classic member's does. Stalled, it neither polls nor
+    lets its revocations go (Kafka's new consumer runs ``onPartitionsRevoked`` in the
+    application's ``poll()``): the member heartbeats on at its epoch, releasing nothing,
+    until its batch is done, its poll timer runs out (it leaves) or the coordinator's
+    rebalance timeout fences it. It learns of a rebalance from a heartbeat, which a
+    crash_on member dies of: "join" at the answer that takes it into the group, "rebalance"
+    at the first answer with a new epoch after that."""
+
+    __slots__ = ()
+
+    close_reason = CONSUMER_CLOSE_REASON
+    client: ConsumerClient
+
+    def __init__(self, group: GroupRun, client_id: str, instance_id: str | None, host: int) -> None:
+        super().__init__(group)
+        spec = group.spec
+        run = group.run
+        self.instance_id = instance_id
+        self.session_ms = run.coordinator.config.consumer_group_session_timeout_ms
+        self.max_poll_ms = spec.max_poll_interval_ms
+        self.client = ConsumerClient(
+            ConsumerProtocolConfig(
+                group_id=spec.group_id,
+                topics=spec.topics,
+                group_instance_id=instance_id,
+                server_assignor=spec.assignors[0],
+                rebalance_timeout_ms=self.max_poll_ms,
+                client_id=client_id,
+                client_host=f"/10.{run.index}.{group.number}.{host}",
+                auto_commit_interval_ms=run.commit_interval_ms,
+                session_timeout_ms=self.session_ms,
+            ),
+            run.now,
+            member_id_factory=lambda: f"{client_id}-{run.rng.getrandbits(48):012x}",
+            quiet_heartbeats=True,
+        )
+
+    @property
+    def stable(self) -> bool:
+        return self.client.state is CONSUMER_STABLE
+
+    @property
+    def generation(self) -> int:
+        return self.client.epoch
+
+    @property
+    def settled(self) -> bool:
+        client = self.client
+        return (
+            client.state is CONSUMER_STABLE
+            and client.assignment == client.target
+            and not client.awaiting_poll
+            and not self.stalled
+        )
+
+    def rebalancing(self) -> bool:
+        """Never at a poll: a consumer-protocol member learns of a rebalance from a
+        heartbeat (``read``)."""
+        return False
+
+    def record_positions(self) -> None:
+        client = self.client
+        position = consumed_offset(self.run.now)
+        for topic, partition in client.fetchable:
+            client.record_consumed(topic, partition, position + partition)
+
+    def assigned(self, event: PartitionsAssigned) -> None:
+        """A step of a reconciliation (counted once the member is Stable: ``read``)."""
+
+    def read(self, events: Sequence[Any]) -> None:
+        crash_on = self.crash_on
+        if crash_on is not None:
+            for event in events:
+                if type(event) is MemberEpochChanged and (event.previous_epoch == 0) == (
+                    crash_on == "join"
+                ):
+                    super().read(events)  # what happened before, a commit say, counts
+                    if self.alive:
+                        self.crash()
+                    return
+        super().read(events)
+        client = self.client
+        if self.alive and client.state is CONSUMER_STABLE and client.assignment == client.target:
+            self.group.generation_completed(client.epoch)
+
+    def stall(self, duration_ms: int) -> None:
+        super().stall(duration_ms)
+        self.client.hold_revocations(True)
+
+    def unstall(self, token: int) -> None:
+        if self.alive and token == self.stalled_until:
+            self.client.hold_revocations(False)
+        super().unstall(token)

@@ -11,9 +11,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from coordinator_engine.events import (
+    CONSUMER_EVENT_TYPES,
     EVENT_TYPES,
     HANDOFF_EVENT_TYPES,
     AssignmentStored,
+    ConsumerPartitionsAssigned,
+    ConsumerPartitionsRevoked,
+    ConsumerTargetAssignmentComputed,
     GroupEvent,
     HandoffPartitionsClosed,
     HandoffPartitionsClosing,
@@ -37,6 +41,9 @@ _NESTED = {
     HandoffPartitionsClosed: ("partitions", "partitions"),
     HandoffPartitionsGranted: ("partitions", "partitions"),
     HandoffPartitionsStarted: ("partitions", "partitions"),
+    ConsumerTargetAssignmentComputed: ("assignment", "assignment"),
+    ConsumerPartitionsRevoked: ("partitions", "partitions"),
+    ConsumerPartitionsAssigned: ("partitions", "partitions"),
 }
 
 
@@ -149,7 +156,9 @@ class HistoryRows:
 
     def __init__(self) -> None:
         self.of_type = {
-            cls: RowsOfType(cls) for cls in (*EVENT_TYPES.values(), *HANDOFF_EVENT_TYPES.values())
+            cls: RowsOfType(cls)
+            for types in (EVENT_TYPES, HANDOFF_EVENT_TYPES, CONSUMER_EVENT_TYPES)
+            for cls in types.values()
         }
         self.count = 0
 

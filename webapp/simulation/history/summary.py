@@ -15,14 +15,17 @@ class GroupSummary:
     """What the generator did to one group, counted by the generator itself.
 
     assignor: the protocol its members agree on (their first assignor); ``handoff`` for a
-        handoff group (the coordinator plans), None for the offsets-only job. cooperative:
-        whether its members rebalance cooperatively. handoff: a handoff group (seed 004).
+        handoff group (the coordinator plans), the coordinator's assignor for a consumer-
+        protocol group, None for the offsets-only job. cooperative: whether its members
+        rebalance cooperatively. handoff: a handoff group (seed 004). consumer: a
+        consumer-protocol group (KIP-848).
     joins: member processes started (first starts, replacements, daily starts; not restarts).
     leaves: dynamic members that closed and sent LeaveGroup (daily shutdowns included).
     crashes: members that died without LeaveGroup (now, on the next rebalance, or between
         their JoinGroup answer and their SyncGroup).
     slow_members: members whose processing outlasted ``max.poll.interval.ms`` (in a handoff
-        group: whose processing held up the closes asked of it for as long).
+        group: whose processing held up the closes asked of it for as long; in a consumer-
+        protocol group, the revocations asked of it too).
     static_restarts: static members restarted with the same ``group.instance.id``.
     partition_changes: partition count changes of a subscribed topic a member acted on
         (rejoined for).
@@ -33,7 +36,8 @@ class GroupSummary:
     group_deletions: DeleteGroups (of an emptied daily group) that succeeded.
     shutdowns: daily shutdowns (every member stopped).
     generations: distinct generations its members saw complete (SyncGroup answered NONE); in
-        a handoff group, distinct epochs (plans) a member was told were Stable.
+        a handoff group, distinct epochs (plans) a member was told were Stable; in a consumer-
+        protocol group, distinct epochs at which a member held its whole target.
     fatal_errors: members stopped by an error Kafka's consumer does not retry (expected 0).
     """
 
@@ -43,6 +47,7 @@ class GroupSummary:
     cooperative: bool
     static_members: int
     handoff: bool = False
+    consumer: bool = False
     joins: int = 0
     leaves: int = 0
     crashes: int = 0
