@@ -3,18 +3,18 @@
     .venv/bin/python bench/generate_share.py [--events N] [--seed S] [--clients]
 
 ``manage.py generate_history`` drives the real engine (``GroupCoordinator``) with the library's
-consumer clients (``GroupClient``, ``HandoffClient``) in virtual time. Its speed has three
-parts: the engine answering the members' requests, which any generator of this history must
-pay; the clients' own work (``outgoing``, ``receive``, ``poll``, ...), which any host of these
-clients must pay; and the host around them (the members' applications, virtual time, the rows).
-This runs ``webapp.simulation.history.generate_history`` in one process (``jobs=1``, default
-200,000 events into a temporary directory) with ``GroupCoordinator.handle`` wrapped in a timer
-(with ``--clients``, the clients' calls too), and prints the process's CPU per event, the
-engine's share (the clients' too), and per request type and client call its calls, µs per call
-and µs per event. Each bucket counts its own time only: a client's ``group_changed`` called by
-the engine's listeners inside ``handle()`` counts for the client, and the measured cost of
-timing a nested call is taken off its caller's. The timers slow the run (``--clients`` by
-about a third): the CPU figure to quote is one without ``--clients``.
+consumer clients (``GroupClient``, ``HandoffClient``, ``ConsumerClient``) in virtual time. Its
+speed has three parts: the engine answering the members' requests, which any generator of this
+history must pay; the clients' own work (``outgoing``, ``receive``, ``poll``, ...), which any
+host of these clients must pay; and the host around them (the members' applications, virtual
+time, the rows). This runs ``webapp.simulation.history.generate_history`` in one process
+(``jobs=1``, default 200,000 events into a temporary directory) with ``GroupCoordinator.handle``
+wrapped in a timer (with ``--clients``, the clients' calls too), and prints the process's CPU
+per event, the engine's share (the clients' too), and per request type and client call its
+calls, µs per call and µs per event. Each bucket counts its own time only: a client's
+``group_changed`` called by the engine's listeners inside ``handle()`` counts for the client,
+and the measured cost of timing a nested call is taken off its caller's. The timers slow the run
+(``--clients`` by about a third): the CPU figure to quote is one without ``--clients``.
 
 The engine's µs per event is a floor for the generator on this machine: with ``jobs=2`` the
 two coordinators run on two cores at best, so ``2 / (engine µs per event)`` is the most events
@@ -119,7 +119,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from coordinator_engine import coordinator
-    from coordinator_engine.client import GroupClient, HandoffClient
+    from coordinator_engine.client import ConsumerClient, GroupClient, HandoffClient
     from webapp.simulation.history import generate_history
 
     timer = ExclusiveTimer()
@@ -136,7 +136,7 @@ def main() -> int:
     )
     client_buckets: set[str] = set()
     if args.clients:
-        for cls in (GroupClient, HandoffClient):
+        for cls in (GroupClient, HandoffClient, ConsumerClient):
             for call in CLIENT_CALLS:
                 if hasattr(cls, call):
                     name = f"{cls.__name__}.{call}"

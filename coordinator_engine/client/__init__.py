@@ -28,7 +28,9 @@ coordinator asks (``PartitionsToClose`` → ``partitions_stopped(positions)``,
 
 ``ConsumerClient`` (``consumer_client.py``, configured by ``ConsumerProtocolConfig``) is a
 member of a consumer group (KIP-848: the coordinator assigns, the member reconciles), driven
-the same way; ``consumer_state.py`` holds its state table.
+the same way; ``consumer_state.py`` holds its state table. The two share their requests in
+flight, timers and events (``flights.py``: one request of each kind in flight, expired after
+the request timeout, answers from an earlier membership ignored).
 """
 
 from __future__ import annotations

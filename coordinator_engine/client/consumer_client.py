@@ -78,7 +78,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from coordinator_engine.assignors import TopicPartitionPair
 from coordinator_engine.errors import Errors
@@ -99,7 +99,6 @@ from coordinator_engine.responses import (
 from .config import ConsumerProtocolConfig
 from .consumer_state import ConsumerMemberState, check_consumer_transition
 from .events import (
-    ClientEvent,
     CommitCompleted,
     CommitFailed,
     CoordinatorLost,
@@ -112,8 +111,9 @@ from .events import (
     PartitionsLost,
     PartitionsRevoked,
 )
+from .flights import Flight, SlottedClient, Timers
 from .handoff_client import new_member_id
-from .rules import check_offset, checked_time, next_regular_tick_ms, quiet_period_ms
+from .rules import check_offset, next_regular_tick_ms, quiet_period_ms
 
 __all__ = [
     "CONSUMER_CLOSE_REASON",
@@ -189,18 +189,6 @@ def _owned(partitions: Iterable[TP]) -> tuple[OwnedTopicPartitions, ...]:
 
 
 @dataclass(slots=True)
-class _Flight:
-    request: ConsumerProtocolRequest
-    sent_ms: int
-    deadline_ms: int
-    #: The membership it was sent in: an answer from an earlier one is ignored.
-    incarnation: int
-    #: A commit: what it commits, and whether it is an auto-commit.
-    offsets: dict[TP, int] | None = None
-    auto: bool = False
-
-
-@dataclass(slots=True)
 class _Reconciliation:
     """One ``maybeReconcile``: from what the member owns to ``target``."""
 
@@ -221,22 +209,15 @@ class _SentFields:
     owned_version: int | None = None
 
 
-@dataclass(slots=True)
-class _Timers:
-    heartbeat_due_ms: int = 0
-    heartbeat_sent_ms: int = 0
-    heartbeat_retry_ms: int = 0
-    commit_retry_ms: int = 0
-    fetch_retry_ms: int = 0
-    #: When the last answered heartbeat was sent: the coordinator's session runs from later.
-    last_answered_sent_ms: int = 0
-    close_deadline_ms: int = 0
-    poll_timer_start_ms: int = 0
-    next_auto_commit_ms: int = 0
-
-
-class ConsumerClient:
+class ConsumerClient(SlottedClient):
     """One member of a consumer group (see the module docstring for how a host drives it)."""
+
+    _ANSWERS: ClassVar[dict[type, type]] = {
+        ConsumerGroupHeartbeatRequest: ConsumerGroupHeartbeatResponse,
+        OffsetCommitRequest: OffsetCommitResponse,
+        OffsetFetchRequest: OffsetFetchResponse,
+    }
+    _config: ConsumerProtocolConfig
 
     def __init__(
         self,
@@ -248,21 +229,18 @@ class ConsumerClient:
     ) -> None:
         if not isinstance(config, ConsumerProtocolConfig):
             raise TypeError(f"config must be a ConsumerProtocolConfig, got {type(config).__name__}")
-        if type(now_ms) is not int:
-            raise TypeError(f"now_ms must be an int, got {type(now_ms).__name__}")
         if type(quiet_heartbeats) is not bool:
             raise TypeError("quiet_heartbeats must be a bool")
+        super().__init__(
+            now_ms, Timers(next_auto_commit_ms=now_ms + config.auto_commit_interval_ms)
+        )
         self._config = config
         member_id = (member_id_factory or new_member_id)()
         if not isinstance(member_id, str) or not member_id:
             raise ValueError(f"member_id_factory gave {member_id!r}, not a non-empty str")
         self._member_id = member_id
-        self._now = now_ms
         self._state = State.UNSUBSCRIBED
         self._started = False
-        self._closed = False
-        self._fatal_error: int | None = None
-        self._incarnation = 0
         self._epoch = 0
         self._interval_ms = 0
         #: The last assignment the coordinator gave (None: none since joining).
@@ -273,17 +251,9 @@ class ConsumerClient:
         self._sent = _SentFields()
         self._reconciliation: _Reconciliation | None = None
         self._positions: dict[TP, int] = {}
-        self._committed: dict[TP, int] = {}
         self._to_fetch: set[TP] = set()
-        self._to_commit: dict[TP, int] = {}
         self._to_commit_auto = True
-        self._heartbeat: _Flight | None = None
-        self._commit: _Flight | None = None
-        self._fetch: _Flight | None = None
-        self._leave: _Flight | None = None
         self._leave_epoch: int | None = None
-        self._timers = _Timers(next_auto_commit_ms=now_ms + config.auto_commit_interval_ms)
-        self._events: list[ClientEvent] = []
         self._quiet_heartbeats = quiet_heartbeats
         self._revocations_held = False
 
@@ -347,20 +317,6 @@ class ConsumerClient:
         return dict(self._positions)
 
     @property
-    def committed(self) -> dict[TP, int]:
-        """The last committed offset this member saw (fetched or committed), per partition."""
-        return dict(self._committed)
-
-    @property
-    def closed(self) -> bool:
-        """True once the client will send nothing more (closed, or failed)."""
-        return self._closed
-
-    @property
-    def fatal_error(self) -> int | None:
-        return self._fatal_error
-
-    @property
     def awaiting_poll(self) -> bool:
         """The member left after a poll timeout and joins again at the next ``poll()``. A host
         that calls ``poll()`` only when it matters polls when this turns true."""
@@ -370,11 +326,6 @@ class ConsumerClient:
     def auto_commit_due_ms(self) -> int:
         """When a ``poll()`` next auto-commits the consumed positions (``enable_auto_commit``)."""
         return self._timers.next_auto_commit_ms
-
-    def events(self) -> list[ClientEvent]:
-        """Drain the events that happened since the last call, oldest first."""
-        events, self._events = self._events, []
-        return events
 
     # ------------------------------------------------------------------ the application's calls
 
@@ -514,49 +465,6 @@ class ConsumerClient:
         self._maybe_heartbeat(now, out)
         return out
 
-    def receive(
-        self, request: ConsumerProtocolRequest, response: ConsumerProtocolResponse, now_ms: int
-    ) -> None:
-        """The answer to ``request`` (an object ``outgoing`` returned)."""
-        now = self._tick(now_ms)
-        expected = _ANSWERS.get(type(request))
-        if expected is None:
-            raise TypeError(f"not a request this client sends: {type(request).__name__}")
-        if not isinstance(response, expected):
-            raise TypeError(
-                f"{type(request).__name__} is answered by {expected.__name__}, "
-                f"not {type(response).__name__}"
-            )
-        if self._closed:
-            return
-        taken = self._take_flight(request)
-        if taken is None:
-            return  # an answer the client gave up waiting for
-        slot, flight = taken
-        if slot == "_leave":
-            self._left(now)
-            return
-        if flight.incarnation != self._incarnation:
-            return
-        match response:
-            case ConsumerGroupHeartbeatResponse():
-                self._on_heartbeat(flight, response, now)
-            case OffsetCommitResponse():
-                self._on_commit(flight, response, now)
-            case OffsetFetchResponse():
-                self._on_fetch(flight, response, now)
-
-    def fail(
-        self, request: ConsumerProtocolRequest, now_ms: int, reason: str = "disconnected"
-    ) -> None:
-        """``request`` will never be answered (its connection was lost)."""
-        now = self._tick(now_ms)
-        if self._closed:
-            return
-        taken = self._take_flight(request)
-        if taken is not None:
-            self._failed(*taken, now, reason)
-
     def next_deadline_ms(self) -> int | None:
         """When ``outgoing`` must be called next at the latest; None when nothing is timed."""
         if self._closed or not self._started:
@@ -602,13 +510,6 @@ class ConsumerClient:
     def _leaving(self) -> bool:
         return self._state is State.PREPARE_LEAVING or self._state is State.LEAVING
 
-    def _tick(self, now_ms: int) -> int:
-        self._now = now = checked_time(self._now, now_ms)
-        return now
-
-    def _emit(self, event: ClientEvent) -> None:
-        self._events.append(event)
-
     def _transition(self, target: ConsumerMemberState, now: int) -> None:
         current = self._state
         reason = check_consumer_transition(current, target)
@@ -623,39 +524,16 @@ class ConsumerClient:
         """Kafka's ``allConsumed``: the position of every owned partition consumed from."""
         return {tp: offset for tp, offset in sorted(self._positions.items()) if offset >= 0}
 
-    def _commit_pending(self) -> bool:
-        return bool(self._to_commit) or self._commit is not None
+    def _answered(self, flight: Flight, response: ConsumerProtocolResponse, now: int) -> None:
+        match response:
+            case ConsumerGroupHeartbeatResponse():
+                self._on_heartbeat(flight, response, now)
+            case OffsetCommitResponse():
+                self._on_commit(flight, response, now)
+            case OffsetFetchResponse():
+                self._on_fetch(flight, response, now)
 
-    def _flight(self, request: ConsumerProtocolRequest, now: int, **extra: Any) -> _Flight:
-        return _Flight(
-            request=request,
-            sent_ms=now,
-            deadline_ms=now + self._config.request_timeout_ms,
-            incarnation=self._incarnation,
-            **extra,
-        )
-
-    def _take_flight(self, request: ConsumerProtocolRequest) -> tuple[str, _Flight] | None:
-        for slot in _SLOTS:
-            flight: _Flight | None = getattr(self, slot)
-            if flight is not None and flight.request is request:
-                setattr(self, slot, None)
-                return slot, flight
-        return None
-
-    def _expire_requests(self, now: int) -> None:
-        for slot in _SLOTS:
-            flight: _Flight | None = getattr(self, slot)
-            if flight is not None and now >= flight.deadline_ms:
-                setattr(self, slot, None)
-                self._failed(slot, flight, now, f"{type(flight.request).__name__} timed out")
-
-    def _failed(self, slot: str, flight: _Flight, now: int, reason: str) -> None:
-        if slot == "_leave":
-            self._left(now)  # leaving is best effort, as in Kafka
-            return
-        if flight.incarnation != self._incarnation:
-            return
+    def _retry_after_failure(self, flight: Flight, now: int, reason: str) -> None:
         retry = now + self._config.retry_backoff_ms
         self._emit(CoordinatorLost(at_ms=now, reason=reason))
         match flight.request:
@@ -728,7 +606,7 @@ class ConsumerClient:
         return request
 
     def _on_heartbeat(
-        self, flight: _Flight, response: ConsumerGroupHeartbeatResponse, now: int
+        self, flight: Flight, response: ConsumerGroupHeartbeatResponse, now: int
     ) -> None:
         error = response.error_code
         if self._leaving:
@@ -751,7 +629,7 @@ class ConsumerClient:
             self._fail_fatally(error, f"{what} ({meaning})", now)
 
     def _on_heartbeat_answered(
-        self, flight: _Flight, response: ConsumerGroupHeartbeatResponse, now: int
+        self, flight: Flight, response: ConsumerGroupHeartbeatResponse, now: int
     ) -> None:
         t = self._timers
         t.last_answered_sent_ms = flight.sent_ms
@@ -996,7 +874,7 @@ class ConsumerClient:
         self._commit = self._flight(request, now, offsets=offsets, auto=auto)
         out.append(request)
 
-    def _on_commit(self, flight: _Flight, response: OffsetCommitResponse, now: int) -> None:
+    def _on_commit(self, flight: Flight, response: OffsetCommitResponse, now: int) -> None:
         sent = flight.offsets or {}
         done: dict[TP, int] = {}
         retry: dict[TP, int] = {}
@@ -1048,22 +926,12 @@ class ConsumerClient:
         self._fetch = self._flight(request, now)
         out.append(request)
 
-    def _on_fetch(self, flight: _Flight, response: OffsetFetchResponse, now: int) -> None:
+    def _on_fetch(self, flight: Flight, response: OffsetFetchResponse, now: int) -> None:
         retry_at = now + self._config.retry_backoff_ms
         if response.error_code != _NONE:
             self._timers.fetch_retry_ms = retry_at
             return
-        reset_to = 0 if self._config.auto_offset_reset == "earliest" else -1
-        positions: dict[TP, int] = {}
-        for data in response.partitions:
-            tp = (data.topic, data.partition)
-            if tp not in self._to_fetch or data.error_code != _NONE:
-                continue
-            if data.offset >= 0:
-                self._committed[tp] = data.offset
-                positions[tp] = data.offset
-            else:
-                positions[tp] = reset_to
+        positions = self._fetched_positions(response, self._to_fetch)
         self._to_fetch -= set(positions)
         if self._to_fetch:
             self._timers.fetch_retry_ms = retry_at
@@ -1125,13 +993,6 @@ class ConsumerClient:
 
 
 #: The attributes holding the requests in flight, at most one of each kind.
-_SLOTS = ("_heartbeat", "_commit", "_fetch", "_leave")
-
-_ANSWERS: dict[type, type] = {
-    ConsumerGroupHeartbeatRequest: ConsumerGroupHeartbeatResponse,
-    OffsetCommitRequest: OffsetCommitResponse,
-    OffsetFetchRequest: OffsetFetchResponse,
-}
 
 
 def _name(code: int) -> str:

@@ -57,8 +57,7 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import ClassVar
 
 from coordinator_engine.assignors import TopicPartitionPair
 from coordinator_engine.errors import Errors
@@ -80,7 +79,6 @@ from coordinator_engine.responses import (
 
 from .config import HandoffConfig
 from .events import (
-    ClientEvent,
     CloseConfirmed,
     CommitCompleted,
     CommitFailed,
@@ -93,7 +91,8 @@ from .events import (
     PartitionsToStart,
     StartConfirmed,
 )
-from .rules import check_offset, checked_time, next_regular_tick_ms, quiet_period_ms
+from .flights import Flight, SlottedClient, Timers
+from .rules import check_offset, next_regular_tick_ms, quiet_period_ms
 
 __all__ = [
     "HANDOFF_CLOSE_REASON",
@@ -155,32 +154,15 @@ def _tps(partitions: Iterable[TP]) -> tuple[TopicPartition, ...]:
     return tuple(_topic_partition(topic=t, partition=p) for t, p in sorted(partitions))
 
 
-@dataclass(slots=True)
-class _Flight:
-    request: HandoffRequest
-    sent_ms: int
-    deadline_ms: int
-    #: The membership it was sent in: an answer from an earlier one is ignored.
-    incarnation: int
-    closed: frozenset[TP] = frozenset()
-    started: frozenset[TP] = frozenset()
-    offsets: dict[TP, int] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Timers:
-    heartbeat_due_ms: int = 0
-    heartbeat_sent_ms: int = 0
-    heartbeat_retry_ms: int = 0
-    commit_retry_ms: int = 0
-    fetch_retry_ms: int = 0
-    #: When the last answered heartbeat was sent: the coordinator's session runs from later.
-    last_answered_sent_ms: int = 0
-    close_deadline_ms: int = 0
-
-
-class HandoffClient:
+class HandoffClient(SlottedClient):
     """One member of a handoff group (see the module docstring for how a host drives it)."""
+
+    _ANSWERS: ClassVar[dict[type, type]] = {
+        HandoffHeartbeatRequest: HandoffHeartbeatResponse,
+        OffsetCommitRequest: OffsetCommitResponse,
+        OffsetFetchRequest: OffsetFetchResponse,
+    }
+    _config: HandoffConfig
 
     def __init__(
         self,
@@ -192,29 +174,21 @@ class HandoffClient:
     ) -> None:
         if not isinstance(config, HandoffConfig):
             raise TypeError(f"config must be a HandoffConfig, got {type(config).__name__}")
-        if type(now_ms) is not int:
-            raise TypeError(f"now_ms must be an int, got {type(now_ms).__name__}")
+        super().__init__(now_ms, Timers())
         self._config = config
         self._new_id = member_id_factory if member_id_factory is not None else new_member_id
         self._member_id = self._draw_member_id()
-        self._now = now_ms
         self._started = False
         self._leaving = False
-        self._closed = False
-        self._fatal_error: int | None = None
         self._joined = False
-        self._incarnation = 0
         self._epoch = 0
         self._group_state = ""
         self._assignment: frozenset[TP] = frozenset()
         #: Started and not stopped: what the application consumes.
         self._consuming: set[TP] = set()
         self._positions: dict[TP, int] = {}
-        self._committed: dict[TP, int] = {}
         #: Asked to close, the application has not stopped them yet.
         self._closing: set[TP] = set()
-        #: Positions to commit (not in flight): stopped partitions' and ``commit()``'s.
-        self._to_commit: dict[TP, int] = {}
         #: Stopped for a close: the position whose commit confirms it.
         self._stopped: dict[TP, int] = {}
         #: Committed and stopped: to confirm in ``closed``.
@@ -224,12 +198,6 @@ class HandoffClient:
         #: Started: to confirm in ``started``.
         self._started_ready: set[TP] = set()
         self._heartbeat_now = True
-        self._heartbeat: _Flight | None = None
-        self._commit: _Flight | None = None
-        self._fetch: _Flight | None = None
-        self._leave: _Flight | None = None
-        self._timers = _Timers()
-        self._events: list[ClientEvent] = []
         #: The last heartbeat with nothing to confirm, resent while member id and epoch hold.
         self._plain_heartbeat: HandoffHeartbeatRequest | None = None
         if type(quiet_heartbeats) is not bool:
@@ -284,25 +252,6 @@ class HandoffClient:
     def positions(self) -> dict[TP, int]:
         """The next offset to consume of each partition consumed."""
         return dict(self._positions)
-
-    @property
-    def committed(self) -> dict[TP, int]:
-        """The last committed offset this member saw (fetched or committed), per partition."""
-        return dict(self._committed)
-
-    @property
-    def closed(self) -> bool:
-        """True once the client will send nothing more (closed, or failed)."""
-        return self._closed
-
-    @property
-    def fatal_error(self) -> int | None:
-        return self._fatal_error
-
-    def events(self) -> list[ClientEvent]:
-        """Drain the events that happened since the last call, oldest first."""
-        events, self._events = self._events, []
-        return events
 
     # ------------------------------------------------------------------ the application's calls
 
@@ -414,9 +363,7 @@ class HandoffClient:
 
     def outgoing(self, now_ms: int) -> list[HandoffRequest]:
         """The requests to send now, in order."""
-        if type(now_ms) is not int or now_ms < self._now:
-            self._tick(now_ms)
-        now = self._now = now_ms
+        now = self._tick(now_ms)
         out: list[HandoffRequest] = []
         if self._closed or not self._started:
             return out
@@ -434,47 +381,6 @@ class HandoffClient:
             self._maybe_fetch(now, out)
         self._maybe_heartbeat(now, out)
         return out
-
-    def receive(self, request: HandoffRequest, response: HandoffResponse, now_ms: int) -> None:
-        """The answer to ``request`` (an object ``outgoing`` returned)."""
-        if type(now_ms) is not int or now_ms < self._now:
-            self._tick(now_ms)
-        now = self._now = now_ms
-        expected = _ANSWERS.get(type(request))
-        if expected is None:
-            raise TypeError(f"not a request this client sends: {type(request).__name__}")
-        if type(response) is not expected and not isinstance(response, expected):
-            raise TypeError(
-                f"{type(request).__name__} is answered by {expected.__name__}, "
-                f"not {type(response).__name__}"
-            )
-        if self._closed:
-            return
-        taken = self._take_flight(request)
-        if taken is None:
-            return  # an answer the client gave up waiting for
-        slot, flight = taken
-        if slot == "_leave":
-            self._left(now)
-            return
-        if flight.incarnation != self._incarnation or (self._leaving and slot != "_commit"):
-            return
-        match response:
-            case HandoffHeartbeatResponse():
-                self._on_heartbeat(flight, response, now)
-            case OffsetCommitResponse():
-                self._on_commit(flight, response, now)
-            case OffsetFetchResponse():
-                self._on_fetch(response, now)
-
-    def fail(self, request: HandoffRequest, now_ms: int, reason: str = "disconnected") -> None:
-        """``request`` will never be answered (its connection was lost)."""
-        now = self._tick(now_ms)
-        if self._closed:
-            return
-        taken = self._take_flight(request)
-        if taken is not None:
-            self._failed(*taken, now, reason)
 
     def next_deadline_ms(self) -> int | None:
         """When ``outgoing`` must be called next at the latest; None when nothing is timed."""
@@ -525,10 +431,6 @@ class HandoffClient:
 
     # ------------------------------------------------------------------ bookkeeping
 
-    def _tick(self, now_ms: int) -> int:
-        self._now = now = checked_time(self._now, now_ms)
-        return now
-
     def _draw_member_id(self) -> str:
         member_id = self._new_id()
         if not isinstance(member_id, str) or not member_id:
@@ -536,61 +438,23 @@ class HandoffClient:
         check_str("HandoffClient", "member_id", member_id)  # requests carry it unchecked
         return member_id
 
-    def _emit(self, event: ClientEvent) -> None:
-        self._events.append(event)
-
     def _session_deadline(self) -> int:
         return self._timers.last_answered_sent_ms + self._config.session_timeout_ms
 
-    def _commit_pending(self) -> bool:
-        return bool(self._to_commit) or self._commit is not None
+    def _answered(self, flight: Flight, response: HandoffResponse, now: int) -> None:
+        match response:
+            case HandoffHeartbeatResponse():
+                self._on_heartbeat(flight, response, now)
+            case OffsetCommitResponse():
+                self._on_commit(flight, response, now)
+            case OffsetFetchResponse():
+                self._on_fetch(response, now)
 
-    def _flight(self, request: HandoffRequest, now: int, **extra: Any) -> _Flight:
-        return _Flight(
-            request=request,
-            sent_ms=now,
-            deadline_ms=now + self._config.request_timeout_ms,
-            incarnation=self._incarnation,
-            **extra,
-        )
+    def _outdated(self, slot: str, flight: Flight) -> bool:
+        """Sent in an earlier membership, or while leaving (only its commits still count)."""
+        return flight.incarnation != self._incarnation or (self._leaving and slot != "_commit")
 
-    def _take_flight(self, request: HandoffRequest) -> tuple[str, _Flight] | None:
-        """The slot and flight ``request`` belongs to, no longer in flight; None if the
-        client gave up on it."""
-        flight = self._heartbeat  # most answers: checked first, without getattr
-        if flight is not None and flight.request is request:
-            self._heartbeat = None
-            return "_heartbeat", flight
-        for slot in _SLOTS:
-            flight = getattr(self, slot)
-            if flight is not None and flight.request is request:
-                setattr(self, slot, None)
-                return slot, flight
-        return None
-
-    def _expire_requests(self, now: int) -> None:
-        if (
-            self._heartbeat is None
-            and self._commit is None
-            and self._fetch is None
-            and self._leave is None
-        ):
-            return
-        for slot in _SLOTS:
-            flight: _Flight | None = getattr(self, slot)
-            if flight is not None and now >= flight.deadline_ms:
-                setattr(self, slot, None)
-                self._failed(slot, flight, now, f"{type(flight.request).__name__} timed out")
-
-    def _failed(self, slot: str, flight: _Flight, now: int, reason: str) -> None:
-        if slot == "_leave":
-            self._left(now)  # leaving is best effort, as in Kafka
-            return
-        if flight.incarnation != self._incarnation or (self._leaving and slot != "_commit"):
-            return
-        self._coordinator_trouble(flight, now, reason)
-
-    def _coordinator_trouble(self, flight: _Flight, now: int, reason: str) -> None:
+    def _retry_after_failure(self, flight: Flight, now: int, reason: str) -> None:
         """A request failed without a verdict on the member: retry it after the backoff."""
         retry = now + self._config.retry_backoff_ms
         self._emit(CoordinatorLost(at_ms=now, reason=reason))
@@ -599,7 +463,7 @@ class HandoffClient:
                 self._timers.heartbeat_retry_ms = retry
                 self._heartbeat_now = True
             case OffsetCommitRequest():
-                self._requeue_commit(flight.offsets)
+                self._requeue_commit(flight.offsets or {})
                 self._timers.commit_retry_ms = retry
             case OffsetFetchRequest():
                 self._timers.fetch_retry_ms = retry
@@ -629,8 +493,13 @@ class HandoffClient:
             if plain is None or plain.member_epoch != epoch or plain.member_id != self._member_id:
                 plain = self._plain_heartbeat = self._heartbeat_request(epoch, (), ())
             request = plain
-        self._heartbeat = _Flight(
-            request, now, now + cfg.request_timeout_ms, self._incarnation, closed, started
+        self._heartbeat = Flight(
+            request,
+            now,
+            now + cfg.request_timeout_ms,
+            self._incarnation,
+            closed=closed,
+            started=started,
         )
         self._heartbeat_now = False
         t.heartbeat_due_ms = now + cfg.heartbeat_interval_ms
@@ -656,7 +525,7 @@ class HandoffClient:
             client_host=cfg.client_host,
         )
 
-    def _on_heartbeat(self, flight: _Flight, response: HandoffHeartbeatResponse, now: int) -> None:
+    def _on_heartbeat(self, flight: Flight, response: HandoffHeartbeatResponse, now: int) -> None:
         error = response.error_code
         if error == _NONE:
             self._on_heartbeat_answered(flight, response, now)
@@ -671,13 +540,13 @@ class HandoffClient:
         elif error == Errors.UNKNOWN_MEMBER_ID:
             self._lose_membership("HandoffHeartbeat answered UNKNOWN_MEMBER_ID", now)
         elif error in _RETRIABLE:
-            self._coordinator_trouble(flight, now, f"HandoffHeartbeat answered {_name(error)}")
+            self._retry_after_failure(flight, now, f"HandoffHeartbeat answered {_name(error)}")
         else:
             words = _FATAL.get(error, "an error the handoff protocol does not expect")
             self._fail_fatally(error, f"HandoffHeartbeat answered {_name(error)}: {words}", now)
 
     def _on_heartbeat_answered(
-        self, flight: _Flight, response: HandoffHeartbeatResponse, now: int
+        self, flight: Flight, response: HandoffHeartbeatResponse, now: int
     ) -> None:
         if not self._joined:
             self._joined = True
@@ -701,7 +570,7 @@ class HandoffClient:
             self._started_ready -= taken_starts
             self._emit(StartConfirmed(at_ms=now, partitions=_sorted(taken_starts)))
         in_commit = set(self._to_commit) | (
-            set(self._commit.offsets) if self._commit is not None else set()
+            set(self._commit.offsets or ()) if self._commit is not None else set()
         )
         new_close: set[TP] = set()
         for tp in close:
@@ -740,7 +609,7 @@ class HandoffClient:
             self._emit(PartitionsLost(at_ms=now, partitions=_sorted(lost)))
         dropped = dict(self._to_commit)
         if self._commit is not None:
-            dropped.update(self._commit.offsets)
+            dropped.update(self._commit.offsets or {})
         if dropped:
             self._emit(
                 CommitFailed(
@@ -802,20 +671,21 @@ class HandoffClient:
         self._commit = self._flight(request, now, offsets=offsets)
         out.append(request)
 
-    def _on_commit(self, flight: _Flight, response: OffsetCommitResponse, now: int) -> None:
+    def _on_commit(self, flight: Flight, response: OffsetCommitResponse, now: int) -> None:
+        sent = flight.offsets or {}
         done: dict[TP, int] = {}
         failed: dict[TP, int] = {}
         error: int = _NONE
         for result in response.partitions:
             tp = (result.topic, result.partition)
-            if tp not in flight.offsets:
+            if tp not in sent:
                 continue
             if result.error_code == _NONE:
-                done[tp] = flight.offsets[tp]
+                done[tp] = sent[tp]
             else:
-                failed[tp] = flight.offsets[tp]
+                failed[tp] = sent[tp]
                 error = error or result.error_code
-        failed.update({tp: o for tp, o in flight.offsets.items() if tp not in done})
+        failed.update({tp: o for tp, o in sent.items() if tp not in done})
         if done:
             self._committed.update(done)
             self._emit(CommitCompleted(at_ms=now, offsets=done, auto=False))
@@ -869,17 +739,7 @@ class HandoffClient:
         if response.error_code != _NONE:
             self._timers.fetch_retry_ms = now + self._config.retry_backoff_ms
             return
-        reset_to = 0 if self._config.auto_offset_reset == "earliest" else -1
-        positions: dict[TP, int] = {}
-        for data in response.partitions:
-            tp = (data.topic, data.partition)
-            if tp not in self._to_fetch or data.error_code != _NONE:
-                continue
-            if data.offset >= 0:
-                self._committed[tp] = data.offset
-                positions[tp] = data.offset
-            else:
-                positions[tp] = reset_to
+        positions = self._fetched_positions(response, self._to_fetch)
         if self._to_fetch - set(positions):
             self._timers.fetch_retry_ms = now + self._config.retry_backoff_ms
         if not positions:
@@ -935,13 +795,6 @@ class HandoffClient:
 _NO_TPS: frozenset[TP] = frozenset()
 
 #: The attributes holding the requests in flight, at most one of each kind.
-_SLOTS = ("_heartbeat", "_commit", "_fetch", "_leave")
-
-_ANSWERS: dict[type, type] = {
-    HandoffHeartbeatRequest: HandoffHeartbeatResponse,
-    OffsetCommitRequest: OffsetCommitResponse,
-    OffsetFetchRequest: OffsetFetchResponse,
-}
 
 
 def _name(code: int) -> str:
