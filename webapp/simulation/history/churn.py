@@ -315,23 +315,30 @@ class GroupRun:
     # -- the end -------------------------------------------------------------------------------
 
     def settled(self) -> bool:
+        """Whether the group has come to rest: without members, gone or empty; with them, the
+        coordinator counts exactly them, and each is settled in the group's current round."""
         view = self.run.coordinator.group(self.spec.group_id)
-        assert view is None or isinstance(view, GroupView), "a classic group's run"
-        members = self.members
-        if not members:
-            return view is None or (
-                not view.members
-                and not view.pending_member_ids
-                and view.state in (GroupState.EMPTY, GroupState.DEAD)
-            )
-        if (
-            view is None
-            or view.state is not GroupState.STABLE
-            or len(view.members) != len(members)
-            or view.pending_member_ids
-        ):
-            return False
-        return all(m.settled and m.generation == view.generation_id for m in members)
+        if not self.members:
+            return view is None or self.emptied(view)
+        return view is not None and len(view.members) == len(self.members) and self.at_rest(view)
+
+    def emptied(self, view: Any) -> bool:
+        """A group without members' processes is empty: nobody joining either."""
+        assert isinstance(view, GroupView), "a classic group's run"
+        return (
+            not view.members
+            and not view.pending_member_ids
+            and view.state in (GroupState.EMPTY, GroupState.DEAD)
+        )
+
+    def at_rest(self, view: Any) -> bool:
+        """Stable, nobody joining, every member settled in the current generation."""
+        assert isinstance(view, GroupView), "a classic group's run"
+        return (
+            view.state is GroupState.STABLE
+            and not view.pending_member_ids
+            and all(m.settled and m.generation == view.generation_id for m in self.members)
+        )
 
 
 class HandoffGroupRun(GroupRun):
@@ -382,16 +389,14 @@ class HandoffGroupRun(GroupRun):
         (action,) = rng.choices(actions, weights=[weight for _, weight in choices])
         action()
 
-    def settled(self) -> bool:
-        view = self.run.coordinator.group(self.spec.group_id)
-        members = self.members
-        if not members:
-            return view is None or not view.members
+    def emptied(self, view: Any) -> bool:
+        return not view.members
+
+    def at_rest(self, view: Any) -> bool:
         return (
             isinstance(view, HandoffGroupView)
             and view.state is HandoffState.STABLE
-            and len(view.members) == len(members)
-            and all(m.settled and not m.stalled for m in members)
+            and all(m.settled and not m.stalled for m in self.members)
         )
 
 
@@ -422,14 +427,12 @@ class ConsumerGroupRun(GroupRun):
     def stop_static(self, member: PollingMember) -> None:
         member.close()
 
-    def settled(self) -> bool:
-        view = self.run.coordinator.group(self.spec.group_id)
-        members = self.members
-        if not members:
-            return view is None or not view.members
+    def emptied(self, view: Any) -> bool:
+        return not view.members
+
+    def at_rest(self, view: Any) -> bool:
         return (
             isinstance(view, ConsumerGroupView)
             and view.state is ConsumerGroupState.STABLE
-            and len(view.members) == len(members)
-            and all(m.settled and m.generation == view.group_epoch for m in members)
+            and all(m.settled and m.generation == view.group_epoch for m in self.members)
         )
