@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The live demo: a local Redis (channel layer and Celery broker), the database schema, a Celery
-# worker and Celery beat (housekeeping: offset expiry, log compaction), then Daphne with the
-# coordinator runtime and the demo groups. Ctrl-C stops every process this script started:
-# the server first (its consumers leave their groups, its state is flushed), then the Celery
-# processes, then Redis. Logs: $STATE_DIR/redis.log, celery-worker.log, celery-beat.log.
+# worker and Celery beat under supervisord (housekeeping: offset expiry, log compaction, the
+# report), then Daphne with the coordinator runtime and the demo groups. Ctrl-C stops every process this script started:
+# the server first (its consumers leave their groups, its state is flushed), then supervisord
+# with the Celery processes, then Redis. Logs: $STATE_DIR/redis.log, supervisord.log,
+# celery-worker.log, celery-beat.log.
 # Settings: HOST, PORT (the site), KAFKA_PORT (Kafka clients' bootstrap port), REDIS_PORT (a
 # Redis already listening there is reused), STATE_DIR (var: the run's databases, record log,
 # secret key, staff password and logs; another directory and other ports run a second lab
@@ -22,8 +23,7 @@ mkdir -p "$STATE_DIR"
 
 redis_pid=""
 server_pid=""
-worker_pid=""
-beat_pid=""
+supervisor_pid=""
 # TERM to a process started with setsid, up to 15 s to finish, then KILL to its whole session
 # (a Celery worker's pool processes too).
 end() {
@@ -36,8 +36,7 @@ end() {
 stop() {
     trap - EXIT INT TERM
     end "$server_pid"
-    end "$beat_pid"
-    end "$worker_pid"
+    end "$supervisor_pid"
     if [ -n "$redis_pid" ]; then
         kill -TERM "$redis_pid" 2>/dev/null || true
         wait "$redis_pid" 2>/dev/null || true
@@ -74,13 +73,12 @@ export SECRET_KEY_FILE="$STATE_DIR/secret-key"
 "$PY" manage.py staffuser
 
 # Housekeeping (docs/operations.md): beat sends the tasks on the schedules kept in the database,
-# the worker runs them against the server's runtime. Their own sessions, like Redis.
-CELERY=("$PY" -m celery -A webapp.housekeeping.celery_app)
-setsid "${CELERY[@]}" worker --loglevel INFO --concurrency 2 >"$STATE_DIR/celery-worker.log" 2>&1 &
-worker_pid=$!
-setsid "${CELERY[@]}" beat --loglevel INFO --pidfile= >"$STATE_DIR/celery-beat.log" 2>&1 &
-beat_pid=$!
-echo "Celery worker and beat started (logs: $STATE_DIR/celery-worker.log, $STATE_DIR/celery-beat.log)"
+# the worker runs them against the server's runtime. supervisord keeps both running (restarted
+# when they exit, with backoff: "Supervision"); its own session, like Redis.
+PYTHON=$PY setsid "$PWD/.venv/bin/supervisord" -c scripts/supervisord.conf &
+supervisor_pid=$!
+echo "Celery worker and beat started under supervisord (logs: $STATE_DIR/supervisord.log," \
+    "$STATE_DIR/celery-worker.log, $STATE_DIR/celery-beat.log)"
 # PORT=0 or KAFKA_PORT=0: the system picks; $STATE_DIR/ports.json says which, once serving.
 setsid "$PY" manage.py serve --host "$HOST" --port "$PORT" --kafka-port "$KAFKA_PORT" \
     --ports-file "$STATE_DIR/ports.json" --demo &

@@ -333,7 +333,8 @@ CELERY_RESULT_BACKEND = "django-db"
 CELERY_RESULT_EXTENDED = True
 CELERY_TASK_TRACK_STARTED = True
 # Schedules are rows staff edit in the admin (django-celery-beat); the defaults are a migration.
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Its database scheduler, which also tells the server that beat is alive (liveness.py).
+CELERY_BEAT_SCHEDULER = "webapp.housekeeping.liveness:AnnouncingScheduler"
 # Beat writes each task's last run (the admin's and the Housekeeping page's "next run" read it)
 # after every send, not every three minutes: sends are minutes apart.
 CELERY_BEAT_SYNC_EVERY = 1

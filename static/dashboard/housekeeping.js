@@ -1,6 +1,8 @@
-// The Housekeeping page: each task's schedule, last run, result and next run, polled from
-// /api/housekeeping every two seconds (runs are minutes apart: a live feed would buy nothing),
-// and, for staff, a button that queues a run now (POST /api/admin/run-task).
+// The Housekeeping page: whether a Celery worker and beat answer (their own ping: nothing runs
+// when they are gone, whatever the schedules say), each task's schedule, last run, result and
+// next run, polled from /api/housekeeping every two seconds (runs are minutes apart: a live
+// feed would buy nothing), and, for staff, a button that queues a run now
+// (POST /api/admin/run-task).
 
 import { getJSON, postJSON, setText } from "./common.js";
 
@@ -82,6 +84,29 @@ function render(tasks) {
   }
 }
 
+/** One process's line: alive (green), silent (red) or not asked yet. */
+function renderProcess(name, text, alive) {
+  setText(document.querySelector(`[data-testid="hk-${name}"]`), text);
+  const dot = document.querySelector(`[data-testid="hk-${name}-dot"]`);
+  dot.classList.toggle("alive", alive === true);
+  dot.classList.toggle("dead", alive === false);
+}
+
+function renderProcesses(processes) {
+  const { worker, beat, error } = processes;
+  const why = error ? ` (${error})` : "";
+  renderProcess(
+    "worker",
+    worker.alive === null ? "asking…" : worker.alive ? `alive (${worker.names.join(", ")})` : `not answering${why}: no task runs`,
+    worker.alive,
+  );
+  renderProcess(
+    "beat",
+    beat.alive === null ? "asking…" : beat.alive ? `alive (pid ${beat.seen.pid} on ${beat.seen.host})` : `silent${why}: nothing is scheduled`,
+    beat.alive,
+  );
+}
+
 async function runNow(task, button) {
   button.disabled = true;
   try {
@@ -96,7 +121,9 @@ async function runNow(task, button) {
 
 async function poll() {
   try {
-    render((await getJSON("/api/housekeeping")).tasks);
+    const status = await getJSON("/api/housekeeping");
+    renderProcesses(status.processes);
+    render(status.tasks);
   } catch (error) {
     setText(message, `Could not read the housekeeping status: ${error.message}`);
   }

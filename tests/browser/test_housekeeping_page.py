@@ -1,6 +1,7 @@
 """The Housekeeping page in Chromium: the three tasks with the schedules the migration made,
-never run yet; staff see *Run now*, and when the broker does not answer, the page says so
-in words and lets them try again. (tests/webapp/housekeeping runs the tasks for real.)"""
+never run yet; with no broker, no worker and no beat answer, and the page says so at its top;
+staff see *Run now*, and when the broker does not answer, the page says so in words and lets
+them try again. (tests/webapp/housekeeping runs the tasks, and asks live processes, for real.)"""
 
 from __future__ import annotations
 
@@ -27,6 +28,12 @@ def test_staff_see_the_schedules_and_a_refused_run_in_words(
     expect(rows.nth(2)).to_contain_text("Spark rebalance report")
     expect(rows.nth(0).locator(".hk-last")).to_have_text("never")
     expect(page.locator('[data-testid="housekeeping"] button')).to_have_count(0)
+    # Nothing listens at the broker's address: neither process can answer.
+    expect(page.get_by_test_id("hk-worker")).to_contain_text(
+        "not answering (broker: ", timeout=20_000
+    )
+    expect(page.get_by_test_id("hk-beat")).to_contain_text("silent (broker: ")
+    expect(page.get_by_test_id("hk-worker-dot")).to_have_class("hk-dot dead")
     shots(page, "anonymous")
 
     sign_in(page, server, STAFF, "/housekeeping/")

@@ -30,6 +30,7 @@ from coordinator_engine.consumer_protocol import (
 )
 from coordinator_engine.records import OffsetCommitValue
 from webapp.analysis.results import analysis_json
+from webapp.housekeeping.liveness import LIVENESS
 from webapp.housekeeping.status import housekeeping_status
 from webapp.runtime.api import RuntimeNotReady
 from webapp.runtime.coordinator_runtime import (
@@ -349,7 +350,9 @@ async def healthz(request: HttpRequest) -> HttpResponse:
     start failed (``failed``, with the error), or while it reloads the engine from the log
     after an engine fault (``recovering``). ``engine_faults`` counts those faults and
     ``last_engine_fault`` describes the latest; ``handoff_switches`` says whether the handoff
-    groups' partition store and service discovery are up."""
+    groups' partition store and service discovery are up; ``housekeeping`` whether a Celery
+    worker and beat answer (``webapp.housekeeping.liveness``; the status stays ``ok`` without
+    them: the coordinator serves)."""
     if request.method not in ("GET", "HEAD"):
         return _method_not_allowed(request, ("GET",))
     try:
@@ -367,6 +370,7 @@ async def healthz(request: HttpRequest) -> HttpResponse:
             "log_path": log_path,
             "listeners": runtime.listeners,
             "handoff_switches": runtime.handoff_switches,
+            "housekeeping": LIVENESS.snapshot(),
             **faults,
         }
         if runtime.engine_profile is not None:
@@ -395,7 +399,8 @@ async def housekeeping(request: HttpRequest) -> HttpResponse:
     database that Celery beat and the results backend write."""
     if request.method != "GET":
         return _method_not_allowed(request, ("GET",))
-    return JsonResponse({"tasks": await sync_to_async(housekeeping_status)()})
+    tasks = await sync_to_async(housekeeping_status)()
+    return JsonResponse({"tasks": tasks, "processes": LIVENESS.snapshot()})
 
 
 @api_view

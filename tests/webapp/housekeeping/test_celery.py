@@ -126,8 +126,6 @@ def test_beat_expires_offsets_and_compacts_the_log_through_the_runtime(
         server,
         "beat",
         "beat",
-        "--scheduler",
-        "django_celery_beat.schedulers:DatabaseScheduler",
         "--max-interval",
         "1",
         "--pidfile=",
