@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import AsyncClient
 
-from coordinator_engine import ConsumerGroupView, HandoffGroupView
+from coordinator_engine import ConsumerGroupHeartbeatRequest, ConsumerGroupView, HandoffGroupView
 from tests.webapp.helpers import Client, stable_group
 from webapp.models import AdminAction
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
@@ -274,6 +274,37 @@ async def test_spawn_refuses_consumers_of_the_other_kind_and_takes_the_pages_ins
         assert [r.ok for r in await audit()] == [False, True, False, True]
     finally:
         await simulation.stop_all()
+
+
+async def test_removing_a_consumer_group_member_fences_it_as_the_admins(
+    runtime: CoordinatorRuntime,
+) -> None:
+    await runtime.create_topic("orders", partitions=2)
+    for member_id in ("m1", "m2"):
+        joined = await runtime.submit(
+            ConsumerGroupHeartbeatRequest(
+                group_id="kip848",
+                member_id=member_id,
+                member_epoch=0,
+                rebalance_timeout_ms=30_000,
+                subscribed_topic_names=("orders",),
+                topic_partitions=(),
+            )
+        )
+        assert joined.error_code == 0
+    staff = await signed_in("ops")
+    removed: list[Any] = []
+    runtime.add_listener(
+        lambda item: removed.append(item.event) if item.event.type == "MemberRemoved" else None
+    )
+    response = await act(staff, "remove-member", {"group_id": "kip848", "member_id": "m2"})
+    assert response.status_code == 200, response.content
+    assert response.json()["result"] == "m2 was removed from 'kip848'; the group epoch goes up"
+    assert [(e.member_id, e.reason) for e in removed] == [("m2", "removed_by_admin")]
+    view = runtime.group("kip848")
+    assert isinstance(view, ConsumerGroupView) and list(view.members) == ["m1"]
+    missing = await act(staff, "remove-member", {"group_id": "kip848", "member_id": "m2"})
+    assert missing.status_code == 404
 
 
 async def test_spawn_keeps_consumer_protocol_members_and_the_other_kinds_apart(
