@@ -28,14 +28,6 @@ export const RELEASED_CONSUMER_REVOKED = "consumer-revoked";
 export const TILE_REVOKING = "revoking";
 export const TILE_WAITING = "waiting";
 
-/** Kafka's member states as the page names them. */
-export const MEMBER_STATE_WORDS = {
-  STABLE: "Stable",
-  UNREVOKED_PARTITIONS: "unrevoked",
-  UNRELEASED_PARTITIONS: "unreleased",
-  UNKNOWN: "unknown",
-};
-
 /** A member the group has reconciled nothing for yet: epoch 0, Stable, nothing. */
 const NEW_MEMBER = Object.freeze({
   memberEpoch: 0,
@@ -80,7 +72,7 @@ function withConsumer(model, consumer, more = {}) {
     const was = model.consumer.get(owner);
     if (was && was.pendingRevocation.has(key)) released.set(key, RELEASED_CONSUMER_REVOKED);
   }
-  return { ...model, ...born, kind: CONSUMER_KIND, leader: null, ...more, consumer, owners, released, consumerTiles: tiles };
+  return { ...model, ...born, kind: CONSUMER_KIND, protocolType: "consumer", leader: null, ...more, consumer, owners, released, consumerTiles: tiles };
 }
 
 function changeMember(model, memberId, change) {
