@@ -17,7 +17,7 @@
 // until the owner's heartbeat says it let go; then it is nobody's, *waiting* (in someone's
 // target), until its new owner's next heartbeat lands it there. `consumerTiles` says which.
 
-import { memberRecord, partitionKey } from "./fold.js";
+import { memberRecord, partitionKeys as keysOf, replaceLast } from "./fold.js";
 
 export const CONSUMER_KIND = "consumer";
 /** The state and epoch the engine creates a consumer group in (it says no StateChanged for it). */
@@ -42,7 +42,6 @@ export const NO_CONSUMER_TILES = new Map();
 /** How many epochs the epochs panel keeps. */
 export const MAX_EPOCHS = 100;
 
-const keysOf = (pairs) => (pairs || []).map(([topic, partition]) => partitionKey(topic, partition));
 
 /** What each partition's tile shows (see the module's comment), and who owns what. */
 function ownership(consumer) {
@@ -97,10 +96,6 @@ export function consumerFromSnapshot(model, group) {
   return withConsumer({ ...model, owners: new Map(), released: new Map() }, consumer, {
     targetEpoch: group.assignment_epoch ?? null,
   });
-}
-
-function replaceLast(list, entry) {
-  return [...list.slice(0, -1), entry];
 }
 
 /** The epochs panel's last row if it is the group epoch `epoch`'s, else null. */

@@ -31,6 +31,24 @@ export function partitionKey(topic, partition) {
   return `${topic}-${partition}`;
 }
 
+/** The keys of [[topic, partition], ...] (an event's or the API's list; null: none). */
+export function partitionKeys(pairs) {
+  return (pairs || []).map(([topic, partition]) => partitionKey(topic, partition));
+}
+
+/** The keys of a set of partition keys in topic, then partition order. */
+export function sortedKeys(keys) {
+  const split = (key) => {
+    const cut = key.lastIndexOf("-");
+    return [key.slice(0, cut), Number(key.slice(cut + 1))];
+  };
+  return [...keys].sort((a, b) => {
+    const [ta, pa] = split(a);
+    const [tb, pb] = split(b);
+    return ta < tb ? -1 : ta > tb ? 1 : pa - pb;
+  });
+}
+
 /** A model with nothing known yet (a group the snapshot did not have). */
 export function emptyModel(groupId, seq = 0) {
   return {
@@ -230,7 +248,8 @@ function setMembership(model, ids, atMs) {
   return { ...model, members, ...dropOwnersOutside(model, members) };
 }
 
-function replaceLast(list, entry) {
+/** `list` with its last entry replaced by `entry` (a new array). */
+export function replaceLast(list, entry) {
   return [...list.slice(0, -1), entry];
 }
 
