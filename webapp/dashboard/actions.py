@@ -81,7 +81,9 @@ def _group(runtime: CoordinatorRuntime, body: dict[str, Any]) -> tuple[str, Any]
 
 
 def _require_empty(group_id: str, view: Any, what: str) -> None:
-    if view.state is not GroupState.EMPTY:
+    # A classic or a consumer group's Empty (each kind has its own state enum; a handoff
+    # group has no Empty).
+    if view.state.value != GroupState.EMPTY.value:
         raise Refused(
             409,
             f"group {group_id!r} is {view.state.value}: {what} needs an Empty group "
