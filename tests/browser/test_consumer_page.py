@@ -25,7 +25,8 @@ from websockets.sync.client import ClientConnection
 
 from tests.live_server import LiveServer
 
-from .conftest import STAFF, serving, sign_in
+from .conftest import NEXT_FRAME, STAFF, serving, sign_in
+from .test_group_page import NO_SIDEWAYS_SCROLL, PHONE
 
 Shots = Callable[[Page, str], Path]
 GROUP = "kip848-page"
@@ -376,3 +377,10 @@ def test_a_librdkafka_consumer_group_on_the_page(
         for p in range(4):
             expect(tile(page, p)).to_have_attribute("data-owner", first, timeout=TIMEOUT_MS)
         shots(page, "second-left")
+
+        # At a phone's width the page does not scroll sideways (librdkafka's ids are long).
+        page.set_viewport_size(PHONE)
+        page.evaluate(NEXT_FRAME)
+        layout = page.evaluate(NO_SIDEWAYS_SCROLL)
+        assert layout["scrollWidth"] <= layout["width"] and not layout["wide"], layout
+        shots(page, "phone")
