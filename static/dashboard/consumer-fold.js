@@ -60,9 +60,12 @@ function ownership(consumer) {
   return { owners, tiles };
 }
 
-/** `model` with `consumer` replaced, and what follows from it: owners, released, tiles. */
+/** `model` with `consumer` replaced, and what follows from it: owners, released, tiles. A
+ *  group whose creation is folded here (the history holds it from its first event, or the
+ *  group was removed before, a classic one converted say) starts Empty at epoch 0. */
 function withConsumer(model, consumer, more = {}) {
-  const born = model.created && model.state === null ? { state: CONSUMER_INITIAL, generation: 0, targetEpoch: 0 } : {};
+  const created = (model.created && model.state === null) || (!model.exists && model.state === "Dead");
+  const born = created ? { state: CONSUMER_INITIAL, generation: 0, targetEpoch: 0, epochs: [] } : {};
   const { owners, tiles } = ownership(consumer);
   const released = new Map();
   for (const [key, why] of model.released) if (!owners.has(key)) released.set(key, why);

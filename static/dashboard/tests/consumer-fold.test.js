@@ -196,6 +196,22 @@ describe("consumer folding, case by case", () => {
     assert.equal(model.consumerTiles.size, 0);
   });
 
+  test("an empty classic group taken over by a consumer join starts Empty at epoch 0", () => {
+    const classic = { ...emptyModel("g"), topics: { t: 6 } };
+    let model = applyEvent(classic, event(1, "StateChanged", { from_state: "Empty", to_state: "Dead", reason: "r" }));
+    model = applyEvent(model, event(2, "GroupRemoved", { reason: "converted", generation_id: 4, tombstoned: true }));
+    assert.equal(model.state, "Dead");
+    const joined = FIXTURE.events.slice(0, 6).map((e, i) => ({ ...e, seq: 3 + i }));
+    model = applyEvent(model, joined[0]);
+    assert.equal(model.kind, "consumer");
+    assert.equal(model.state, "Empty");
+    assert.equal(model.generation, 0);
+    model = foldEvents(model, joined.slice(1));
+    assert.equal(model.state, "Stable");
+    assert.equal(model.generation, 1);
+    assert.equal(ownerOf(model, "t-5"), "a");
+  });
+
   test("a classic group's StateChanged is not a consumer's", () => {
     const model = applyEvent(emptyModel("g"), event(1, "StateChanged", { from_state: "Empty", to_state: "PreparingRebalance", reason: "r" }));
     assert.equal(model.kind, null);
