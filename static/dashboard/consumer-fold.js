@@ -42,7 +42,6 @@ export const NO_CONSUMER_TILES = new Map();
 /** How many epochs the epochs panel keeps. */
 export const MAX_EPOCHS = 100;
 
-
 /** What each partition's tile shows (see the module's comment), and who owns what. */
 function ownership(consumer) {
   const owners = new Map();
