@@ -392,6 +392,26 @@ class GroupCoordinator:
         self._ctx.drain()
         return code
 
+    def remove_consumer_member(self, group_id: str, member_id: str, now_ms: int) -> Errors:
+        """Remove a member of a consumer group (KIP-848), as an admin's LeaveGroup to a
+        consumer group does in Kafka: the member is fenced with reason `removed_by_admin` and
+        the group epoch goes up. (Here LeaveGroup stays the classic protocol's request.) The
+        dashboard's staff action uses this.
+
+        Returns NONE when the member was removed; UNKNOWN_MEMBER_ID when the group has no such
+        member; GROUP_ID_NOT_FOUND for a group that is not a consumer group; NOT_COORDINATOR
+        for a group this coordinator does not own; COORDINATOR_NOT_AVAILABLE when the log
+        refused the change."""
+        if type(now_ms) is not int:
+            raise TypeError(f"now_ms must be an int, got {type(now_ms).__name__}")
+        owns = self._ctx.owns
+        if owns is not None and not owns(group_id):
+            return Errors.NOT_COORDINATOR
+        self._fire_due(now_ms)
+        code = self._consumer.remove_member(group_id, member_id, now_ms)
+        self._ctx.drain()
+        return code
+
     def cleanup(self, now_ms: int) -> CleanupResult:
         """Kafka's `cleanupGroupMetadata` (KIP-211): expire offsets, and turn Empty groups with
         no offsets left Dead, writing offset tombstones and, for a group that ever had a

@@ -653,6 +653,26 @@ class ConsumerGroupManager:
             )
         )
 
+    def remove_member(self, group_id: str, member_id: str, now: int) -> Errors:
+        """An admin removes a member, as Kafka's LeaveGroup to a consumer group does
+        (`classicGroupLeaveToConsumerGroup`, what `kafka-consumer-groups --delete-members`
+        sends): it is fenced (`MemberRemoved` reason `removed_by_admin`, an epoch bump caused
+        by `admin_action`). GROUP_ID_NOT_FOUND for a group that is not a consumer group,
+        UNKNOWN_MEMBER_ID for a member it does not have, COORDINATOR_NOT_AVAILABLE when the
+        log refused the change."""
+        group = self._groups.get(group_id)
+        if not isinstance(group, ConsumerGroup):
+            return Errors.GROUP_ID_NOT_FOUND
+        if member_id not in group.members:
+            return Errors.UNKNOWN_MEMBER_ID
+        change = _Change(group.copy())
+        self._fence(change, member_id, RemovalReason.REMOVED_BY_ADMIN, now)
+        if not self._commit(change, now):
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        self._timers.cancel(("consumer-session", group_id, member_id))
+        self._cancel_rebalance_timer(group_id, member_id)
+        return NONE
+
     def _tombstone_member(self, change: _Change, member_id: str) -> None:
         """Kafka's `removeMember`: the member's records, in Kafka's order."""
         group_id = change.draft.group_id

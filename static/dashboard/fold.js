@@ -11,9 +11,11 @@
 //
 // A handoff group (seed 004) has events of its own and four sets per member: handoff-fold.js
 // folds those into the same model (`kind`, `handoff`, `handoffTiles`), and applyEvent routes
-// them there. (The two modules import each other; each uses the other's names only inside
-// functions, so either may be loaded first.)
+// them there. A consumer group (KIP-848) likewise: consumer-fold.js (`consumer`,
+// `consumerTiles`, `targetEpoch`, `epochs`). (These modules import each other; each uses the
+// other's names only inside functions, so any may be loaded first.)
 
+import { NO_CONSUMER_TILES, consumerFromSnapshot, consumerHandler } from "./consumer-fold.js";
 import { NO_TILES, handoffFromSnapshot, handoffHandler } from "./handoff-fold.js";
 import { PersistentMap } from "./pmap.js";
 
@@ -29,6 +31,24 @@ export function partitionKey(topic, partition) {
   return `${topic}-${partition}`;
 }
 
+/** The keys of [[topic, partition], ...] (an event's or the API's list; null: none). */
+export function partitionKeys(pairs) {
+  return (pairs || []).map(([topic, partition]) => partitionKey(topic, partition));
+}
+
+/** The keys of a set of partition keys in topic, then partition order. */
+export function sortedKeys(keys) {
+  const split = (key) => {
+    const cut = key.lastIndexOf("-");
+    return [key.slice(0, cut), Number(key.slice(cut + 1))];
+  };
+  return [...keys].sort((a, b) => {
+    const [ta, pa] = split(a);
+    const [tb, pb] = split(b);
+    return ta < tb ? -1 : ta > tb ? 1 : pa - pb;
+  });
+}
+
 /** A model with nothing known yet (a group the snapshot did not have). */
 export function emptyModel(groupId, seq = 0) {
   return {
@@ -37,7 +57,7 @@ export function emptyModel(groupId, seq = 0) {
     // True when the events folded onto this model start at the group's creation (time travel
     // over a history held from the start): a handoff group then begins in Initial.
     created: false,
-    kind: null, // "classic" (Kafka's protocol) or "handoff" (seed 004); null while unknown
+    kind: null, // "classic" (Kafka's protocol), "handoff" (seed 004) or "consumer" (KIP-848); null while unknown
     seq, // the last event reflected here
     atMs: null, // coordinator time of that event
     state: null,
@@ -52,7 +72,7 @@ export function emptyModel(groupId, seq = 0) {
     topics: {}, // topic → partition count
     offsets: new PersistentMap(), // partition key → {topic, partition, offset, logEnd, lag}
     totalLag: null, // the sum of the offsets' lags (null while the group is unknown)
-    lastTransition: null, // {from, to, reason, atMs, seq}
+    lastTransition: null, // {from, to, reason, cause, causeMemberId, atMs, seq}
     rebalance: null, // the rebalance under way: {startedMs, reason}
     generations: [], // timeline entries, oldest first (see generationEntry)
     // A handoff group's: member id → {assignment, owned, toStart, toClose} (Sets of partition
@@ -61,6 +81,14 @@ export function emptyModel(groupId, seq = 0) {
     handoff: new Map(),
     handoffTiles: NO_TILES,
     switches: null,
+    // A consumer group's: member id → {memberEpoch, previousMemberEpoch, state, assigned,
+    // pendingRevocation, target} (Sets of partition keys), what each tile shows of a move
+    // (consumer-fold.js), the target assignment's epoch (the group epoch is `generation`),
+    // and one row per epoch bump, oldest first.
+    consumer: new Map(),
+    consumerTiles: NO_CONSUMER_TILES,
+    targetEpoch: null,
+    epochs: [],
   };
 }
 
@@ -111,7 +139,9 @@ export function modelFromSnapshot(groupId, snapshot) {
         subscription: m.subscription,
       }),
     );
-    if (model.kind === "handoff") continue; // owners follow `owned`: handoffFromSnapshot
+    // Owners follow a handoff member's `owned` (handoffFromSnapshot), a consumer member's
+    // assigned and pending revocation (consumerFromSnapshot).
+    if (model.kind !== "classic") continue;
     for (const [topic, partition] of m.assignment || []) {
       model.owners.set(partitionKey(topic, partition), m.member_id);
     }
@@ -121,7 +151,8 @@ export function modelFromSnapshot(groupId, snapshot) {
   model.totalLag = lagAfter(model, offsets); // summed over the empty model's none
   model.offsets = offsets;
   if (group.state === "PreparingRebalance") model.rebalance = { startedMs: null, reason: null };
-  return model.kind === "handoff" ? handoffFromSnapshot(model, group) : model;
+  if (model.kind === "handoff") return handoffFromSnapshot(model, group);
+  return model.kind === "consumer" ? consumerFromSnapshot(model, group) : model;
 }
 
 function offsetRows(rows) {
@@ -217,7 +248,8 @@ function setMembership(model, ids, atMs) {
   return { ...model, members, ...dropOwnersOutside(model, members) };
 }
 
-function replaceLast(list, entry) {
+/** `list` with its last entry replaced by `entry` (a new array). */
+export function replaceLast(list, entry) {
   return [...list.slice(0, -1), entry];
 }
 
@@ -244,7 +276,15 @@ const HANDLERS = {
     const next = {
       ...model,
       state: e.to_state,
-      lastTransition: { from: e.from_state, to: e.to_state, reason: e.reason, atMs: e.at_ms, seq: e.seq },
+      lastTransition: {
+        from: e.from_state,
+        to: e.to_state,
+        reason: e.reason,
+        cause: e.cause ?? null,
+        causeMemberId: e.cause_member_id ?? null,
+        atMs: e.at_ms,
+        seq: e.seq,
+      },
     };
     const last = model.generations[model.generations.length - 1];
     const open = last && last.generation === model.generation && last.stableMs == null;
@@ -397,8 +437,8 @@ const HANDLERS = {
 /** The model after `event` (an engine event with `seq`, `type`, `at_ms` and its fields). */
 export function applyEvent(model, event) {
   const handler = HANDLERS[event.type];
-  const handoff = handoffHandler(model.kind, event.type);
-  const next = handoff ? handoff(model, event, handler) : handler ? handler(model, event) : { ...model };
+  const ofKind = handoffHandler(model.kind, event.type) ?? consumerHandler(model.kind, event.type);
+  const next = ofKind ? ofKind(model, event, handler) : handler ? handler(model, event) : { ...model };
   const result = next === model ? { ...model } : next;
   result.seq = event.seq;
   result.atMs = event.at_ms;

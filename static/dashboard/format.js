@@ -87,6 +87,23 @@ function countPartitions(partitions) {
   return n;
 }
 
+/** A rebalance cause (a RebalanceCause value) in words: "member joined". */
+export function causeWords(cause) {
+  return cause ? cause.replaceAll("_", " ") : "none";
+}
+
+/** A consumer group member's state (Kafka's MemberState name) in words. */
+export function memberStateWords(state) {
+  return MEMBER_STATES[state] ?? state;
+}
+
+const MEMBER_STATES = {
+  STABLE: "Stable",
+  UNREVOKED_PARTITIONS: "unrevoked",
+  UNRELEASED_PARTITIONS: "unreleased",
+  UNKNOWN: "unknown",
+};
+
 /**
  * One event in plain words: {kind, text}, kind being a short tag for the log's colour
  * ("join", "leave", "state", "generation", "assignment", "commit", "offsets", "pending", "static",
@@ -100,7 +117,7 @@ export function describeEvent(e, { revoked = 0 } = {}) {
       // A move that starts a rebalance says why as data (RebalanceCause): shown before the
       // engine's own sentence.
       const member = e.cause_member_id ? `, member ${e.cause_member_id}` : "";
-      const cause = e.cause ? ` (cause: ${e.cause.replaceAll("_", " ")}${member})` : "";
+      const cause = e.cause ? ` (cause: ${causeWords(e.cause)}${member})` : "";
       return { kind: "state", text: `${e.from_state} → ${e.to_state}${cause}: ${e.reason}` };
     }
     case "GenerationStarted":
@@ -174,6 +191,34 @@ export function describeEvent(e, { revoked = 0 } = {}) {
       return { kind: "assignment", text: `${who} may start ${partitionWords(e.partitions)}: nobody else holds them now` };
     case "HandoffPartitionsStarted":
       return { kind: "assignment", text: `${who} started ${partitionWords(e.partitions)}` };
+    // A consumer group's (KIP-848; docs/engine.md, "Consumer groups").
+    case "ConsumerMemberJoined": {
+      const statik = e.instance_id ? ` (static instance ${e.instance_id})` : "";
+      const topics = [...e.subscribed_topic_names, ...(e.subscribed_topic_regex ? [`/${e.subscribed_topic_regex}/`] : [])];
+      return { kind: "join", text: `${who}${statik} joined at epoch 0 (topics ${topics.join(", ") || "none"})` };
+    }
+    case "ConsumerGroupEpochBumped": {
+      const member = e.cause_member_id ? ` by ${shortId(e.cause_member_id)}` : "";
+      return { kind: "generation", text: `group epoch ${e.epoch} (cause: ${causeWords(e.cause)}${member}): a new target assignment is due` };
+    }
+    case "ConsumerTargetAssignmentComputed": {
+      const members = Object.keys(e.assignment).length;
+      return {
+        kind: "assignment",
+        text: `target assignment of epoch ${e.epoch} (${e.assignor}): ${plural(countPartitions(e.assignment), "partition")} for ${plural(members, "member")}`,
+      };
+    }
+    case "ConsumerMemberStateChanged":
+      return {
+        kind: "state",
+        text: `${who}: ${memberStateWords(e.from_state)} → ${memberStateWords(e.to_state)} at epoch ${e.member_epoch} (was ${e.previous_member_epoch})`,
+      };
+    case "ConsumerPartitionsRevoked":
+      return { kind: "assignment", text: `${who} must revoke ${partitionWords(e.partitions)} (stop consuming, then say so in a heartbeat)` };
+    case "ConsumerPartitionsAssigned":
+      return { kind: "assignment", text: `${who} was given ${partitionWords(e.partitions)} at epoch ${e.member_epoch}` };
+    case "ConsumerStaticMemberLeft":
+      return { kind: "static", text: `${who} (static instance ${e.instance_id}) left for a while (epoch -2): it keeps its partitions` };
     default:
       return { kind: "other", text: e.type };
   }
@@ -186,6 +231,7 @@ export function tileHelp({ topic, partition, owner, released, offsets }) {
   else if (released === "revoked") who = "revoked: its old owner gave it up in the first round of a cooperative rebalance; the next round assigns it";
   else if (released === "owner-left") who = "unowned: its reader left; the next assignment gives it to someone";
   else if (released === "handoff") who = "between owners: its old owner closed it, its new owner has not been granted it yet";
+  else if (released === "consumer-revoked") who = "between owners: its old owner revoked it; its new owner gets it at its next heartbeat";
   else who = "not assigned to any member";
   const lines = [`${topic}, partition ${partition} — ${who}`];
   if (offsets) {
@@ -213,6 +259,9 @@ export function memberHelp(member, { leader }) {
   }
   if (member.clientId) lines.push(`client ${member.clientId} on ${member.clientHost ?? "?"}`);
   if (member.connection) lines.push(`connected ${CONNECTIONS[member.connection] ?? member.connection}`);
+  if (member.rebalanceTimeoutMs != null && member.sessionTimeoutMs == null) {
+    lines.push(`fenced if it takes over ${formatDuration(member.rebalanceTimeoutMs)} to revoke (rebalance timeout)`);
+  }
   if (member.sessionTimeoutMs != null) {
     lines.push(`removed if silent for ${formatDuration(member.sessionTimeoutMs)} (session timeout)`);
   }

@@ -8,11 +8,15 @@
 //
 // A handoff group (seed 004) is drawn with its own state machine (states.js), its members'
 // four sets in their lanes and its tiles' handoff (handoff-fold.js, lanes.js), and an outage
-// banner while its partition store or service discovery is down. `body[data-kind]` says which
-// kind of group is shown; the page's CSS shows only the panels and help of that kind.
+// banner while its partition store or service discovery is down. A consumer group (KIP-848)
+// likewise has its own state machine, its group and target epochs, its epochs panel in place of
+// the generations, and its members' epochs, states and targets in their lanes
+// (consumer-fold.js, epochs.js). `body[data-kind]` says which kind of group is shown; the
+// page's CSS shows only the panels and help of that kind.
 
 import { createActions } from "./actions.js";
 import { Every, FrameScheduler, LabHooks, getJSON, setText, showConnection, topicColors } from "./common.js";
+import { createEpochs } from "./epochs.js";
 import { MAX_ROWS, createEventLog } from "./eventlog.js";
 import { APPLY, GAP, GroupSequence, LIVE, LiveFeed, feedUrl } from "./feed.js";
 import { RELEASED_REVOKED, applyEvent, applyOffsets, modelFromSnapshot } from "./fold.js";
@@ -41,6 +45,8 @@ const topicColor = topicColors();
 const ui = {
   state: byTestId("group-state"),
   generation: byTestId("group-generation"),
+  targetEpoch: byTestId("group-target-epoch"),
+  timelineTitle: field("timeline-title"),
   leader: field("leader"),
   protocolType: field("protocol-type"),
   protocol: field("protocol"),
@@ -63,6 +69,7 @@ let machine = null; // drawn for the group's kind once the first snapshot says i
 let machineKind = null;
 const lanes = createLanes(bySelector(".lanes-canvas"), { topicColor, onResize: () => frame.request() });
 const timeline = createTimeline(bySelector(".timeline"), bySelector(".timeline-note"));
+const epochs = createEpochs(byTestId("epochs"));
 const log = createEventLog(bySelector(".event-log"), { onPick: travelTo });
 const offsetsTable = createOffsetsTable(bySelector(".offsets-scroll"), bySelector(".offsets-inner"), field("total-lag"), {
   topicColor,
@@ -315,6 +322,9 @@ function renderOutage() {
   );
 }
 
+/** What a kind calls its generation: a handoff plan's epoch, a consumer group's group epoch. */
+const GENERATION_LABELS = { handoff: "Epoch", consumer: "Group epoch" };
+
 let summaryShown = { model: null, lag: null };
 function renderSummary(model) {
   if (model === summaryShown.model && live.totalLag === summaryShown.lag) return;
@@ -324,8 +334,10 @@ function renderSummary(model) {
   setText(ui.state, state);
   setProp(ui.state, "className", `state-badge state-${state}`);
   setProp(ui.state, "title", diagram.help[state] || "The group does not exist (yet).");
-  setText(ui.generationLabel, groupKind() === "handoff" ? "Epoch" : "Generation");
+  setText(ui.generationLabel, GENERATION_LABELS[groupKind()] ?? "Generation");
+  setText(ui.timelineTitle, groupKind() === "consumer" ? "Epochs" : "Generations");
   setText(ui.generation, model.generation ?? 0);
+  setText(ui.targetEpoch, model.targetEpoch ?? 0);
   setText(ui.leader, model.leader ? shortId(model.leader) : "none");
   setProp(ui.leader, "title", model.leader || "");
   setText(ui.protocolType, model.protocolType ?? "—");
@@ -388,8 +400,10 @@ function render() {
   lanes.update(model, { animate });
   renderPending(model);
   renderLegend(live.topics);
-  const generations = travelSeq !== null ? model.generations : history.length ? history.end.generations : live.generations;
-  timeline.update(generations, model.rebalance);
+  // The past shows its own rows; live, the history's (the snapshot has none of its own).
+  const past = travelSeq !== null ? model : history.length ? history.end : live;
+  timeline.update(past.generations, model.rebalance);
+  epochs.update(past.epochs);
   renderScrubber();
   log.render();
   if (highlighted !== travelSeq) {

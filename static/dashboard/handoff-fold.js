@@ -15,7 +15,7 @@
 // its owner's lane, asked to close), "starting" (granted, its start not confirmed yet) or
 // "waiting" (closed by its old owner, not granted yet: nobody owns it); absent: consumed.
 
-import { memberRecord, partitionKey } from "./fold.js";
+import { memberRecord, partitionKeys as keysOf } from "./fold.js";
 
 /** The state and epoch the engine creates a handoff group in (it says no StateChanged for it). */
 export const HANDOFF_INITIAL = "Initial";
@@ -36,7 +36,6 @@ const NO_SETS = Object.freeze({
 /** No handoff tiles (a classic group's, shared so the lanes see it unchanged). */
 export const NO_TILES = new Map();
 
-const keysOf = (pairs) => (pairs || []).map(([topic, partition]) => partitionKey(topic, partition));
 const union = (a, keys) => new Set([...a, ...keys]);
 const minus = (a, keys) => {
   const drop = new Set(keys);
@@ -183,17 +182,4 @@ export const HANDOFF_HANDLERS = {
 export function handoffHandler(kind, type) {
   if (!Object.hasOwn(HANDOFF_HANDLERS, type)) return undefined;
   return kind === "handoff" || type.startsWith("Handoff") ? HANDOFF_HANDLERS[type] : undefined;
-}
-
-/** The keys of a set of partition keys in topic, then partition order. */
-export function sortedKeys(keys) {
-  const split = (key) => {
-    const cut = key.lastIndexOf("-");
-    return [key.slice(0, cut), Number(key.slice(cut + 1))];
-  };
-  return [...keys].sort((a, b) => {
-    const [ta, pa] = split(a);
-    const [tb, pb] = split(b);
-    return ta < tb ? -1 : ta > tb ? 1 : pa - pb;
-  });
 }

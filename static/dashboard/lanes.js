@@ -10,10 +10,16 @@
 // (z-index) so that no resting tile paints above it, which would have to be composited too.
 // The tiles are one keyed d3 join by "topic-partition": a render touches only tiles whose
 // owner or place changed, never re-creates the 1,000 of them.
+//
+// A handoff group's lanes also say what each member must close and start, and its tiles what
+// of a handoff they are in (data-handoff); a consumer group's (KIP-848) say each member's
+// epoch, state and target, and its tiles whether they are being revoked or wait for their new
+// owner (data-consumer).
 
-import { RELEASED_REVOKED, lanesOf, ownerOf, partitionList } from "./fold.js";
-import { memberHelp, shortId, tileHelp } from "./format.js";
-import { TILE_CLOSING, TILE_STARTING, TILE_WAITING, sortedKeys } from "./handoff-fold.js";
+import { TILE_REVOKING, TILE_WAITING as CONSUMER_WAITING } from "./consumer-fold.js";
+import { RELEASED_REVOKED, lanesOf, ownerOf, partitionList, sortedKeys } from "./fold.js";
+import { memberHelp, memberStateWords, shortId, tileHelp } from "./format.js";
+import { TILE_CLOSING, TILE_STARTING, TILE_WAITING } from "./handoff-fold.js";
 import { MIN_BOX_H, MIN_HANDOFF_BOX_H, stackLayout, tilePlaces } from "./layout.js";
 import { EASE_CUBIC_IN_OUT, setText } from "./common.js";
 
@@ -47,6 +53,36 @@ function setsLine(node, sets) {
     `owned (may be consuming): ${owned.join(", ") || "nothing"}\n` +
     `assignment (the plan's target): ${assignment.join(", ") || "nothing"}`;
 }
+
+/** A consumer member's line in its lane (docs/engine.md, "Consumer groups"): its epoch and
+ *  state, and what of its target it does not hold yet or must revoke. */
+function consumerLine(node, m) {
+  const target = sortedKeys(m.target);
+  const assigned = sortedKeys(m.assigned);
+  const revoking = sortedKeys(m.pendingRevocation);
+  const awaited = target.filter((key) => !m.assigned.has(key));
+  const parts = [`epoch ${m.memberEpoch} · ${memberStateWords(m.state)}`];
+  if (revoking.length) parts.push(`revoking: ${listed(revoking)}`);
+  if (awaited.length) parts.push(`awaiting: ${listed(awaited)}`);
+  if (!revoking.length && !awaited.length) parts.push(`target: ${listed(target)}`);
+  setText(node, parts.join(" · "));
+  node.dataset.memberEpoch = m.memberEpoch;
+  node.dataset.memberState = m.state;
+  node.dataset.assigned = assigned.join(" ");
+  node.dataset.target = target.join(" ");
+  node.dataset.revoking = revoking.join(" ");
+  node.title =
+    `member epoch ${m.memberEpoch} (previous ${m.previousMemberEpoch ?? "?"}), state ${m.state}\n` +
+    `assigned (may consume): ${assigned.join(", ") || "nothing"}\n` +
+    `pending revocation (must stop, then say so): ${revoking.join(", ") || "nothing"}\n` +
+    `target (the coordinator's assignment for it): ${target.join(", ") || "nothing"}`;
+}
+
+/** A tile's move in a consumer group, in words, for its tooltip. */
+const CONSUMER_WORDS = {
+  [TILE_REVOKING]: "revoking: its owner must stop consuming it and say so in a heartbeat before its new owner gets it",
+  [CONSUMER_WAITING]: "waiting: revoked by its old owner; its new owner gets it at its next heartbeat",
+};
 
 /** A tile's handoff in words, for its tooltip. */
 const HANDOFF_WORDS = {
@@ -102,7 +138,8 @@ export function createLanes(root, { topicColor, onResize }) {
       offsets: model.offsets.get(d.key),
     });
     const handoff = model.handoffTiles.get(d.key);
-    tile.title = handoff ? `${help}\n${HANDOFF_WORDS[handoff]}` : help;
+    const consumer = model.consumerTiles.get(d.key);
+    tile.title = handoff ? `${help}\n${HANDOFF_WORDS[handoff]}` : consumer ? `${help}\n${CONSUMER_WORDS[consumer]}` : help;
   });
 
   function renderBoxes(boxes, next) {
@@ -131,6 +168,7 @@ export function createLanes(root, { topicColor, onResize }) {
           head.append("span").attr("class", "badge badge-static");
           head.append("span").attr("class", "box-note");
           head.append("span").attr("class", "handoff-sets").attr("data-testid", `handoff-sets-${d.id}`);
+          head.append("span").attr("class", "consumer-member").attr("data-testid", `consumer-member-${d.id}`);
         }
       });
     entered.merge(selection).each(function (d) {
@@ -169,6 +207,12 @@ export function createLanes(root, { topicColor, onResize }) {
         this.__sets = sets;
         setsLine(head.children[4], sets);
       }
+      const consumer = model.consumer.get(d.id);
+      head.children[5].hidden = !consumer;
+      if (consumer && this.__consumer !== consumer) {
+        this.__consumer = consumer;
+        consumerLine(head.children[5], consumer);
+      }
     });
     return selection.exit(); // removed once their tiles have moved out
   }
@@ -193,19 +237,25 @@ export function createLanes(root, { topicColor, onResize }) {
         const owner = place.box;
         const released = owner === UNOWNED ? model.released.get(d.key) : undefined;
         const handoff = model.handoffTiles.get(d.key) ?? "";
+        const consumer = model.consumerTiles.get(d.key) ?? "";
         const moved = this.__box !== owner || this.__slot !== place.slot;
-        if (this.__box !== owner || this.__released !== released || this.__handoff !== handoff) {
+        if (this.__box !== owner || this.__released !== released || this.__handoff !== handoff || this.__consumer !== consumer) {
           this.setAttribute("data-owner", owner);
           this.setAttribute("data-handoff", handoff);
+          this.setAttribute("data-consumer", consumer);
           this.__released = released;
           this.__handoff = handoff;
-          this.classList.toggle("is-unowned", owner === UNOWNED && handoff !== TILE_WAITING);
+          this.__consumer = consumer;
+          const waiting = handoff === TILE_WAITING || consumer === CONSUMER_WAITING;
+          this.classList.toggle("is-unowned", owner === UNOWNED && !waiting);
           this.classList.toggle("is-revoked", released === RELEASED_REVOKED);
           this.classList.toggle("is-closing", handoff === TILE_CLOSING);
           this.classList.toggle("is-starting", handoff === TILE_STARTING);
-          this.classList.toggle("is-waiting", handoff === TILE_WAITING);
+          this.classList.toggle("is-waiting", waiting);
+          this.classList.toggle("is-revoking", consumer === TILE_REVOKING);
           const help = tileHelp({ topic: d.topic, partition: d.partition, owner, released });
-          this.title = handoff ? `${help}\n${HANDOFF_WORDS[handoff]}` : help;
+          const words = handoff ? HANDOFF_WORDS[handoff] : consumer ? CONSUMER_WORDS[consumer] : null;
+          this.title = words ? `${help}\n${words}` : help;
         }
         const to = { x: place.ax, y: place.ay };
         const placed = this.__to; // where its last render put it (undefined: a new tile)
@@ -273,6 +323,8 @@ export function createLanes(root, { topicColor, onResize }) {
       next.leader,
       next.handoff,
       next.handoffTiles,
+      next.consumer,
+      next.consumerTiles,
       width,
     ];
     model = next;
@@ -284,7 +336,7 @@ export function createLanes(root, { topicColor, onResize }) {
     const nextLayout = stackLayout(
       boxes.map((b) => ({ id: b.id, count: b.keys.length })),
       width,
-      { minBoxHeight: next.kind === "handoff" ? MIN_HANDOFF_BOX_H : MIN_BOX_H },
+      { minBoxHeight: next.kind === "handoff" || next.kind === "consumer" ? MIN_HANDOFF_BOX_H : MIN_BOX_H },
     );
     const places = tilePlaces(nextLayout, boxes);
     root.style.height = `${nextLayout.height}px`;

@@ -13,7 +13,7 @@ export const HEAD_W = 270; // wide screens: the lane's name on the left of its t
 export const HEAD_H = 26; // narrow screens: the name above the tiles
 export const NARROW_BELOW = 640;
 export const MIN_BOX_H = 44; // wide screens: room for the name and, under it, its badges
-export const MIN_HANDOFF_BOX_H = 62; // and a third line: a handoff member's sets
+export const MIN_HANDOFF_BOX_H = 62; // and a third line: a handoff member's sets, a consumer member's epoch
 export const BOX_GAP = 6;
 
 /**

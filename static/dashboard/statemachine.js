@@ -1,6 +1,8 @@
 // The state machine panel: a group kind's states as an SVG graph (states.js: the classic
 // group's five, a handoff group's seed 004 four and Dead), the current one lit, and each
-// transition animated along its edge (a token travels it) with its cause.
+// transition animated along its edge (a token travels it) with its cause: a rebalance's start
+// names its structured cause and the member behind it (the event's `cause`), any other move the
+// engine's reason.
 //
 // The token is an HTML element over the SVG, moved by a Web Animation of its transform: the
 // compositor runs that without the page's main thread. A token inside the SVG could only move
@@ -8,7 +10,7 @@
 // a transition, and under churn a group makes several transitions a second.
 
 import { EASE_CUBIC_IN_OUT } from "./common.js";
-import { formatClock } from "./format.js";
+import { causeWords, formatClock, shortId } from "./format.js";
 import { DIAGRAMS, NODE_H, NODE_W, VIEW_H, VIEW_W, edgeGeometry, edgeId } from "./states.js";
 
 const TRAVEL_MS = 700;
@@ -20,6 +22,12 @@ const TRACK_POINTS = 48;
 function track(path) {
   const length = path.getTotalLength();
   return d3.range(TRACK_POINTS + 1).map((i) => path.getPointAtLength((i / TRACK_POINTS) * length));
+}
+
+/** A transition's cause as data, in words ("member joined · b"), or null when it has none. */
+function causeOf(t) {
+  if (!t.cause) return null;
+  return `${causeWords(t.cause)}${t.causeMemberId ? ` · ${shortId(t.causeMemberId)}` : ""}`;
 }
 
 function clip(text, n) {
@@ -117,7 +125,7 @@ export function createStateMachine(svgNode, caption, diagram = DIAGRAMS.classic)
   let shownState;
   let shownSeq = null;
 
-  /** Light `state`; show `t` ({from, to, reason, atMs, seq} or null) on its edge, travelling
+  /** Light `state`; show `t` ({from, to, reason, cause, causeMemberId, atMs, seq} or null) on its edge, travelling
    *  it when `animate`. */
   function update(state, t, { animate }) {
     if (state !== shownState) {
@@ -134,10 +142,11 @@ export function createStateMachine(svgNode, caption, diagram = DIAGRAMS.classic)
       caption.textContent = "No transition seen yet.";
       return;
     }
-    caption.textContent = `${t.from} → ${t.to} at ${formatClock(t.atMs)}: ${t.reason}`;
+    const cause = causeOf(t);
+    caption.textContent = `${t.from} → ${t.to} at ${formatClock(t.atMs)}${cause ? ` (cause: ${cause})` : ""}: ${t.reason}`;
     const geo = geometry.get(edgeId(t.from, t.to));
     if (!geo) return; // a transition the engine's table does not have: lit state only
-    label.text(clip(t.reason, LABEL_CHARS)).attr("x", geo.labelX).attr("y", geo.labelY - 6);
+    label.text(clip(cause ?? t.reason, LABEL_CHARS)).attr("x", geo.labelX).attr("y", geo.labelY - 6);
     if (!animate) {
       label.interrupt().attr("opacity", 1);
       ground();

@@ -1,7 +1,9 @@
 // The group state machines as the page draws them: for a classic group the five states and
 // the transitions between them (coordinator_engine/classic/state.py TRANSITIONS), for a
 // handoff group its four (coordinator_engine/handoff/state.py TRANSITIONS, the table of
-// docs/engine.md, "Handoff groups"); plain-words help, and the geometry of the graph. Pure module;
+// docs/engine.md, "Handoff groups"), for a consumer group (KIP-848) its four
+// (coordinator_engine/consumer/state.py TRANSITIONS, the table of docs/engine.md, "Consumer
+// groups"); plain-words help, and the geometry of the graph. Pure module;
 // statemachine.js draws one of them with d3.
 
 export const STATES = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"];
@@ -89,6 +91,44 @@ export const HANDOFF_NODE_POS = {
   Dead: { x: 110, y: 235 },
 };
 
+/** A consumer group's states (Kafka 4's consumer protocol, KIP-848); Dead only as the end. */
+export const CONSUMER_STATES = ["Empty", "Assigning", "Reconciling", "Stable", "Dead"];
+
+export const CONSUMER_STATE_HELP = {
+  Empty: "No members. The group only keeps its committed offsets; the first member to join gets its whole target at once.",
+  Assigning:
+    "The group epoch went up (a member joined, left or changed its subscription, or a topic changed): the coordinator computes a new target assignment at the next heartbeat of any member.",
+  Reconciling:
+    "A new target assignment moves partitions: each member gets there on its own, first revoking what it must give up, then receiving what others released. Members keep consuming the rest meanwhile.",
+  Stable: "Every member holds its target assignment at the group's epoch.",
+  Dead: "The group was deleted or expired: it no longer exists.",
+};
+
+/** Every legal transition and its cause (as the engine's table, docs/engine.md). */
+export const CONSUMER_TRANSITIONS = [
+  ["Empty", "Stable", "a member joined and got its whole target assignment at once"],
+  ["Stable", "Assigning", "a member joined, left or changed its subscription, or a topic changed"],
+  ["Stable", "Reconciling", "a new target assignment moves partitions"],
+  ["Assigning", "Reconciling", "the target assignment was computed and members must reconcile"],
+  ["Assigning", "Stable", "the target assignment was computed and every member holds it"],
+  ["Reconciling", "Assigning", "the group epoch went up again before the members reconciled"],
+  ["Reconciling", "Stable", "every member reached the target assignment"],
+  ["Assigning", "Empty", "the last member left"],
+  ["Reconciling", "Empty", "the last member left"],
+  ["Stable", "Empty", "the last member left"],
+  ["Empty", "Dead", "the group was deleted, or expired with no offsets left"],
+];
+
+/** The rebalance runs on the right as the classic one does: Stable → Assigning → Reconciling →
+ *  Stable, with the shortcuts between each pair. */
+export const CONSUMER_NODE_POS = {
+  Empty: { x: 110, y: 60 },
+  Assigning: { x: 340, y: 60 },
+  Reconciling: { x: 540, y: 160 },
+  Stable: { x: 340, y: 235 },
+  Dead: { x: 110, y: 235 },
+};
+
 /** What the page draws for each group kind (`title`: the overview legend's heading). */
 export const DIAGRAMS = {
   classic: {
@@ -106,6 +146,14 @@ export const DIAGRAMS = {
     help: HANDOFF_STATE_HELP,
     transitions: HANDOFF_TRANSITIONS,
     positions: HANDOFF_NODE_POS,
+  },
+  consumer: {
+    kind: "consumer",
+    title: "Consumer groups (Kafka 4's consumer protocol, KIP-848: the coordinator assigns; members reconcile one by one)",
+    states: CONSUMER_STATES,
+    help: CONSUMER_STATE_HELP,
+    transitions: CONSUMER_TRANSITIONS,
+    positions: CONSUMER_NODE_POS,
   },
 };
 

@@ -2,9 +2,10 @@
 //
 // Pure module. Events are folded from an empty model (fold.js); since GenerationStarted and
 // AssignmentStored each carry a whole membership / assignment, the model is complete from the
-// first GenerationStarted on (the scrubber starts there). A handoff group has no such event:
-// held from its creation (`fromCreation`), it is complete from its first event, which finds it
-// in Initial; held from later on, from its first StateChanged, which names its state. Every `checkpointEvery` events the
+// first GenerationStarted on (the scrubber starts there). Handoff and consumer groups have no
+// such event: held from their creation (`fromCreation`), they are complete from their first
+// event, which finds them in their first state (Initial, Empty); held from later on, from their
+// first StateChanged, which names their state. Every `checkpointEvery` events the
 // folded model is kept (models are copy-on-write, so a checkpoint costs nothing), so showing an
 // event folds at most that many events. Past `cap` events the oldest are dropped a whole
 // checkpoint at a time: the first kept checkpoint becomes the base, nothing is refolded.

@@ -39,11 +39,18 @@ VIEWER = ("viewer", "viewer-password-1")
 @pytest.fixture
 def server(tmp_path: Path, closed_port: int) -> Iterator[LiveServer]:
     """The site with two users: staff, and a signed-in user who is not staff."""
+    yield from serving(tmp_path, closed_port)
+
+
+def serving(tmp_path: Path, closed_port: int, **settings: str) -> Iterator[LiveServer]:
+    """The `server` fixture's site, with `settings` (environment variables) added: started,
+    then stopped and its output checked."""
     live = LiveServer(
         tmp_path,
         COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS="0",
         # No broker answers here: a task queued from a page is refused, in words.
         CELERY_BROKER_URL=f"redis://127.0.0.1:{closed_port}/0",
+        **settings,
     )
     live.manage("migrate", "--noinput", "-v", "0")
     users = (

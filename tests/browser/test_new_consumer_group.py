@@ -3,7 +3,7 @@ real server: staff choose the consumer protocol in the overview's New group (its
 the coordinator's assignors, an instance id), spawn two steady simulated consumers, and the
 group's page opens on a consumer group that reaches Stable, whose spawn form follows its kind
 and refuses classic consumers in words; the overview lists it beside a classic group without
-an error in either page. (How a consumer group's page draws its members is not tested here.)
+an error in either page. (How a consumer group's page draws its members: test_consumer_page.py.)
 Screenshots of every step are written to test-artifacts/browser/<test>/."""
 
 from __future__ import annotations

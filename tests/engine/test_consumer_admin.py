@@ -39,6 +39,7 @@ from coordinator_engine.events import (
     ConsumerPartitionsRevoked,
     ConsumerTargetAssignmentComputed,
     GroupRemoved,
+    MemberRemoved,
     event_from_json,
 )
 
@@ -267,6 +268,26 @@ def test_delete_groups_of_a_consumer_group() -> None:
     assert delete() == Errors.NONE
     assert ctx.coord.group(GROUP) is None and ctx.coord.committed_offsets(GROUP) == {}
     assert ctx.replayed().group(GROUP) is None
+
+
+def test_an_admin_removes_a_member_which_is_fenced_with_the_admins_reason() -> None:
+    """Kafka's LeaveGroup to a consumer group: the member's records are tombstoned, the epoch
+    goes up, caused by the admin; the others' target follows."""
+    ctx = ConsumerContext({"foo": 2})
+    ctx.join("m1")
+    ctx.join("m2")
+    assert ctx.coord.remove_consumer_member(GROUP, "nobody", ctx.now) == Errors.UNKNOWN_MEMBER_ID
+    assert ctx.coord.remove_consumer_member("other", "m1", ctx.now) == Errors.GROUP_ID_NOT_FOUND
+    epoch = ctx.group().group_epoch
+    assert ctx.coord.remove_consumer_member(GROUP, "m2", ctx.now) == Errors.NONE
+    view = ctx.group()
+    assert list(view.members) == ["m1"] and view.group_epoch == epoch + 1
+    (removed,) = ctx.events_of(MemberRemoved)
+    assert (removed.member_id, removed.reason) == ("m2", "removed_by_admin")
+    bump = ctx.events_of(ConsumerGroupEpochBumped)[-1]
+    assert (bump.epoch, bump.cause, bump.cause_member_id) == (epoch + 1, "admin_action", "m2")
+    assert ctx.replayed().group(GROUP) == view
+    assert ctx.heartbeat(member_id="m2", member_epoch=1).error_code == Errors.UNKNOWN_MEMBER_ID
 
 
 # ------------------------------------------------------------------ kinds do not mix

@@ -18,6 +18,7 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from coordinator_engine import (
+    ConsumerGroupView,
     DeleteGroupsRequest,
     Errors,
     GroupState,
@@ -80,7 +81,9 @@ def _group(runtime: CoordinatorRuntime, body: dict[str, Any]) -> tuple[str, Any]
 
 
 def _require_empty(group_id: str, view: Any, what: str) -> None:
-    if view.state is not GroupState.EMPTY:
+    # A classic or a consumer group's Empty (each kind has its own state enum; a handoff
+    # group has no Empty).
+    if view.state.value != GroupState.EMPTY.value:
         raise Refused(
             409,
             f"group {group_id!r} is {view.state.value}: {what} needs an Empty group "
@@ -109,6 +112,12 @@ async def remove_member(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Ou
     member = view.members.get(member_id)
     if member is None:
         raise Refused(404, f"group {group_id!r} has no member {member_id!r}")
+    if isinstance(view, ConsumerGroupView):
+        # Kafka serves an admin's LeaveGroup to a consumer group; here it is its own call.
+        code = runtime.remove_consumer_member(group_id, member_id)
+        if code:
+            raise Refused(409, f"the coordinator refused the removal: {Errors.name_of(code)}")
+        return Outcome(True, f"{member_id} was removed from {group_id!r}; the group epoch goes up")
     identity = MemberIdentity(
         member_id=member_id, group_instance_id=member.group_instance_id, reason=ADMIN_LEAVE_REASON
     )

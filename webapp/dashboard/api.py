@@ -272,6 +272,7 @@ def _consumer_members(
             "client_host": m.client_host,
             "connection": connection_of(m.member_id),
             "member_epoch": m.member_epoch,
+            "previous_member_epoch": m.previous_member_epoch,
             "member_state": m.state.name,
             "subscription": list(m.subscribed_topic_names),
             "subscribed_topic_regex": m.subscribed_topic_regex,
@@ -295,12 +296,15 @@ def group_detail_json(
     protocol type; None where the bytes are not the consumer protocol) and how each is
     connected (``connection_of(member_id)``: ``kafka``, ``websocket``, ``simulated``, None
     when unknown), and committed offsets with the log-end offset and lag from the topic
-    registry (None for an unknown topic). A handoff group also shows the outage
-    ``switches`` (``CoordinatorRuntime.handoff_switches``; both up when not given)."""
+    registry (None for an unknown topic). A consumer group also shows its target
+    ``assignment_epoch`` (its ``generation_id`` is the group epoch). A handoff group also
+    shows the outage ``switches`` (``CoordinatorRuntime.handoff_switches``; both up when not
+    given)."""
     rows, total_lag = offsets_json(offsets, topics, now_ms)
     if isinstance(view, ConsumerGroupView):
         return {
             **group_summary(view),
+            "assignment_epoch": view.assignment_epoch,
             "members": _consumer_members(view, connection_of),
             "pending_member_ids": [],
             "offsets": rows,

@@ -676,6 +676,14 @@ class CoordinatorRuntime:
             "trigger_rebalance", lambda engine, now: engine.trigger_rebalance(group_id, now)
         )
 
+    def remove_consumer_member(self, group_id: str, member_id: str) -> Errors:
+        """Remove a consumer group's member (the dashboard's staff action;
+        ``GroupCoordinator.remove_consumer_member``)."""
+        return self._call_engine(
+            "remove_consumer_member",
+            lambda engine, now: engine.remove_consumer_member(group_id, member_id, now),
+        )
+
     def _set_topic_partitions(self, name: str, count: int, topic_id: uuid.UUID | None) -> None:
         self._call_engine(
             "set_topic_partitions",

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import {
@@ -87,4 +88,18 @@ test("a handoff group's events in words", async () => {
   const plan = describeEvent({ type: "HandoffPlanMade", epoch: 3, assignment: { a: [["t", 0]], b: [["t", 1], ["t", 2]] } });
   assert.equal(plan.text, "plan 3: 3 partitions planned for 2 members");
   assert.equal(describeEvent({ type: "HandoffPartitionsGranted", member_id: "b", partitions: [["t", 1]] }).text, "b may start t-1: nobody else holds them now");
+});
+
+test("a consumer group's events in words, each of the recorded ones", () => {
+  const fixture = JSON.parse(readFileSync(new URL("./fixtures/consumer.json", import.meta.url), "utf8"));
+  for (const e of fixture.events) assert.notEqual(describeEvent(e).kind, "other", e.type);
+  const at = (seq) => describeEvent(fixture.events.find((e) => e.seq === seq)).text;
+  assert.equal(at(8), "group epoch 2 (cause: member joined by b): a new target assignment is due");
+  assert.equal(at(9), "target assignment of epoch 2 (uniform): 6 partitions for 2 members");
+  assert.equal(at(12), "a: Stable → unrevoked at epoch 1 (was 1)");
+  assert.equal(at(13), "a must revoke t-3, t-4, t-5 (stop consuming, then say so in a heartbeat)");
+  assert.equal(at(16), "b was given t-3, t-4, t-5 at epoch 2");
+  assert.equal(at(11), "Stable → Reconciling (cause: member joined, member b): a new target assignment moves partitions");
+  const left = { type: "ConsumerStaticMemberLeft", member_id: "m", instance_id: "i-1" };
+  assert.match(describeEvent(left).text, /static instance i-1\) left for a while \(epoch -2\)/);
 });

@@ -3,6 +3,10 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import {
+  CONSUMER_NODE_POS,
+  CONSUMER_STATES,
+  CONSUMER_STATE_HELP,
+  CONSUMER_TRANSITIONS,
   HANDOFF_NODE_POS,
   HANDOFF_STATES,
   HANDOFF_STATE_HELP,
@@ -61,6 +65,33 @@ test("every handoff state has a place and help, and its edges both ways bow apar
   }
   const there = edgeGeometry("Closing", "Starting", HANDOFF_NODE_POS);
   const back = edgeGeometry("Starting", "Closing", HANDOFF_NODE_POS);
+  assert.notEqual(there.labelX, back.labelX);
+  assert.notEqual(there.labelY, back.labelY);
+});
+
+test("the consumer diagram's transitions are the engine's table and the one of docs/engine.md", () => {
+  // coordinator_engine/consumer/state.py holds the table; tests/engine checks the doc's against it.
+  const source = readFileSync(new URL("../../../coordinator_engine/consumer/state.py", import.meta.url), "utf8");
+  const engine = [...source.matchAll(/\((\w+), (\w+)\): "([^"]+)"/g)].map((m) => [m[1], m[2], m[3]]);
+  assert.equal(engine.length, 11);
+  assert.deepEqual(CONSUMER_TRANSITIONS, engine);
+  const doc = readFileSync(new URL("../../../docs/engine.md", import.meta.url), "utf8");
+  const table = doc.split("<!-- consumer-transitions:start -->")[1].split("<!-- consumer-transitions:end -->")[0];
+  const rows = [...table.matchAll(/^\| (\w+) \| (\w+) \| (.+) \|$/gm)].filter((m) => m[1] !== "from");
+  assert.deepEqual(CONSUMER_TRANSITIONS, rows.map((m) => [m[1], m[2], m[3]]));
+  assert.deepEqual(diagramFor("consumer").transitions, CONSUMER_TRANSITIONS);
+});
+
+test("every consumer state has a place and help, and its edges both ways bow apart", () => {
+  for (const state of CONSUMER_STATES) {
+    assert.ok(CONSUMER_NODE_POS[state], state);
+    assert.ok(CONSUMER_STATE_HELP[state].length > 20, state);
+  }
+  for (const [from, to] of CONSUMER_TRANSITIONS) {
+    assert.ok(CONSUMER_STATES.includes(from) && CONSUMER_STATES.includes(to), `${from} → ${to}`);
+  }
+  const there = edgeGeometry("Assigning", "Reconciling", CONSUMER_NODE_POS);
+  const back = edgeGeometry("Reconciling", "Assigning", CONSUMER_NODE_POS);
   assert.notEqual(there.labelX, back.labelX);
   assert.notEqual(there.labelY, back.labelY);
 });

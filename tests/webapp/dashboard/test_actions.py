@@ -13,7 +13,13 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import AsyncClient
 
-from coordinator_engine import ConsumerGroupView, HandoffGroupView
+from coordinator_engine import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupView,
+    HandoffGroupView,
+    OffsetCommitRequest,
+    PartitionOffset,
+)
 from tests.webapp.helpers import Client, stable_group
 from webapp.models import AdminAction
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
@@ -274,6 +280,77 @@ async def test_spawn_refuses_consumers_of_the_other_kind_and_takes_the_pages_ins
         assert [r.ok for r in await audit()] == [False, True, False, True]
     finally:
         await simulation.stop_all()
+
+
+async def test_removing_a_consumer_group_member_fences_it_as_the_admins(
+    runtime: CoordinatorRuntime,
+) -> None:
+    await runtime.create_topic("orders", partitions=2)
+    for member_id in ("m1", "m2"):
+        joined = await runtime.submit(
+            ConsumerGroupHeartbeatRequest(
+                group_id="kip848",
+                member_id=member_id,
+                member_epoch=0,
+                rebalance_timeout_ms=30_000,
+                subscribed_topic_names=("orders",),
+                topic_partitions=(),
+            )
+        )
+        assert joined.error_code == 0
+    staff = await signed_in("ops")
+    removed: list[Any] = []
+    runtime.add_listener(
+        lambda item: removed.append(item.event) if item.event.type == "MemberRemoved" else None
+    )
+    response = await act(staff, "remove-member", {"group_id": "kip848", "member_id": "m2"})
+    assert response.status_code == 200, response.content
+    assert response.json()["result"] == "m2 was removed from 'kip848'; the group epoch goes up"
+    assert [(e.member_id, e.reason) for e in removed] == [("m2", "removed_by_admin")]
+    view = runtime.group("kip848")
+    assert isinstance(view, ConsumerGroupView) and list(view.members) == ["m1"]
+    missing = await act(staff, "remove-member", {"group_id": "kip848", "member_id": "m2"})
+    assert missing.status_code == 404
+
+
+async def test_offsets_of_an_empty_consumer_group_are_reset_and_deleted(
+    runtime: CoordinatorRuntime,
+) -> None:
+    await runtime.create_topic("orders", partitions=2)
+
+    async def beat(epoch: int) -> int:
+        joining = epoch == 0
+        answer = await runtime.submit(
+            ConsumerGroupHeartbeatRequest(
+                group_id="kip848",
+                member_id="m1",
+                member_epoch=epoch,
+                rebalance_timeout_ms=30_000 if joining else -1,
+                subscribed_topic_names=("orders",) if joining else None,
+                topic_partitions=() if joining else None,
+            )
+        )
+        assert answer.error_code == 0
+        return int(answer.member_epoch)
+
+    epoch = await beat(0)
+    offsets = tuple(PartitionOffset(topic="orders", partition=p, offset=5) for p in (0, 1))
+    committed = await runtime.submit(
+        OffsetCommitRequest(group_id="kip848", generation_id=epoch, member_id="m1", offsets=offsets)
+    )
+    assert [p.error_code for p in committed.partitions] == [0, 0]
+    staff = await signed_in("ops")
+    busy = await act(staff, "reset-offsets", {"group_id": "kip848", "to": "latest"})
+    assert busy.status_code == 409
+    assert busy.json()["error"].startswith("group 'kip848' is Stable: resetting offsets needs")
+    await beat(-1)
+    reset = await act(staff, "reset-offsets", {"group_id": "kip848", "to": "earliest"})
+    assert reset.status_code == 200, reset.content
+    committed_now = runtime.committed_offsets("kip848")
+    assert {tp: v.offset for tp, v in committed_now.items()} == {("orders", 0): 0, ("orders", 1): 0}
+    deleted = await act(staff, "delete-offsets", {"group_id": "kip848"})
+    assert deleted.status_code == 200, deleted.content
+    assert runtime.committed_offsets("kip848") == {}
 
 
 async def test_spawn_keeps_consumer_protocol_members_and_the_other_kinds_apart(

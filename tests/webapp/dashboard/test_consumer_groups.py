@@ -44,7 +44,9 @@ def test_a_consumer_group_summary_names_its_kind_and_epoch() -> None:
 
 def test_a_consumer_group_detail_shows_each_members_partitions() -> None:
     detail = group_detail_json(consumer_view(), {}, TopicRegistry(), 0)
+    assert detail["generation_id"] == detail["assignment_epoch"] == 1
     (member,) = detail["members"]
     assert member["member_epoch"] == 1 and member["member_state"] == "STABLE"
+    assert member["previous_member_epoch"] == 0
     assert member["assignment"] == member["target"] == [["orders", 0], ["orders", 1]]
     assert member["subscription"] == ["orders"] and member["pending_revocation"] == []
