@@ -1,5 +1,6 @@
 """The Django admin: the audit log of staff actions, the event history and the Spark report
-runs, read-only."""
+runs, read-only; the Kafka listener's users (staff flag and removal; passwords are set with
+``manage.py kafka_user add``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from .models import AdminAction, GroupEvent, ReportRun
+from .models import AdminAction, GroupEvent, KafkaUser, ReportRun
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -38,3 +39,18 @@ class GroupEventAdmin(ReadOnlyAdmin):
 class ReportRunAdmin(ReadOnlyAdmin):
     list_display = ("id", "created_at", "trigger", "status", "events_total", "finished_at")
     list_filter = ("status", "trigger")
+
+
+@admin.register(KafkaUser)
+class KafkaUserAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Kafka users: staff may change the staff flag or remove one; a user and its password
+    are made with ``manage.py kafka_user add`` (the admin never sees a password)."""
+
+    list_display = ("name", "is_staff", "iterations", "created_at")
+    list_filter = ("is_staff",)
+    search_fields = ("name",)
+    fields = ("name", "is_staff", "iterations", "created_at")
+    readonly_fields = ("name", "iterations", "created_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
