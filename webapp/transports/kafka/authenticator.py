@@ -57,7 +57,14 @@ from .mechanisms import (
     ScramServer,
 )
 
-__all__ = ["MAX_RECEIVE_BYTES", "MECHANISMS", "SaslConfig", "SaslServerAuthenticator", "Step"]
+__all__ = [
+    "FAILED_AUTHENTICATION_DELAY_S",
+    "MAX_RECEIVE_BYTES",
+    "MECHANISMS",
+    "SaslConfig",
+    "SaslServerAuthenticator",
+    "Step",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +77,12 @@ MECHANISMS: dict[str, Callable[[CredentialSource], SaslServer]] = {
     SCRAM_SHA_256: ScramServer,
     PLAIN: PlainServer,
 }
+
+#: Kafka's ``connection.failed.authentication.delay.ms`` (KIP-306): a connection whose
+#: authentication failed is closed this long after its answer was sent (sooner if the client
+#: closes it), which slows down the guessing of passwords, and lets the client read the
+#: answer before it sees the connection end.
+FAILED_AUTHENTICATION_DELAY_S = 0.1
 
 _SIZE = struct.Struct(">i")
 
@@ -94,10 +107,12 @@ class SaslConfig:
 @dataclass(frozen=True, slots=True)
 class Step:
     """What one frame brought: the bytes to send (b"" for none), and why the connection closes
-    after them (None: it stays open)."""
+    after them (None: it stays open). ``failed_authentication``: the close is an
+    authentication failure, which Kafka delays (``FAILED_AUTHENTICATION_DELAY_S``)."""
 
     reply: bytes = b""
     close: str | None = None
+    failed_authentication: bool = False
 
 
 class _State(enum.Enum):
@@ -178,6 +193,7 @@ class SaslServerAuthenticator:
             return Step(
                 reply=codec.encode_response(request, refusal),
                 close=f"unsupported SASL mechanism {mechanism!r}",
+                failed_authentication=True,
             )
         self._server = MECHANISMS[mechanism](self._config.credentials)
         self._raw_tokens = request.api_version == 0
@@ -192,7 +208,7 @@ class SaslServerAuthenticator:
             answer = await self._server.evaluate(token)
         except SaslFailed as failed:
             self._state = _State.FAILED
-            return Step(close=f"authentication failed: {failed}")
+            return Step(close=f"authentication failed: {failed}", failed_authentication=True)
         self._finish_if_complete()
         return Step(reply=_SIZE.pack(len(answer)) + answer)
 
@@ -206,6 +222,7 @@ class SaslServerAuthenticator:
             return Step(
                 reply=b"" if refusal is None else codec.encode_response(request, refusal),
                 close=f"unexpected Kafka request of API {api_key} during SASL authentication",
+                failed_authentication=True,
             )
         try:
             token = await self._server.evaluate(bytes(request.body.auth_bytes))
@@ -229,6 +246,7 @@ class SaslServerAuthenticator:
             return Step(
                 reply=codec.encode_response(request, refusal),
                 close=f"authentication failed: {failed}",
+                failed_authentication=True,
             )
         self._finish_if_complete()
         accepted = apis.answer(

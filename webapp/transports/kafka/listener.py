@@ -45,7 +45,12 @@ from coordinator_engine.requests import FieldError
 from webapp.runtime.api import RuntimeAPI, RuntimeNotReady
 
 from . import apis, codec
-from .authenticator import MAX_RECEIVE_BYTES, SaslConfig, SaslServerAuthenticator
+from .authenticator import (
+    FAILED_AUTHENTICATION_DELAY_S,
+    MAX_RECEIVE_BYTES,
+    SaslConfig,
+    SaslServerAuthenticator,
+)
 from .store import DEFAULT_RETENTION_MS, RecordStore
 
 __all__ = ["KafkaListener"]
@@ -198,6 +203,12 @@ class KafkaListener:
                     used = await self._authenticate(buffer, authenticator, replies, client)
                     if used is None:
                         return
+                    if used < 0:  # a failed authentication: answered, then closed a bit later
+                        flush()
+                        await writer.drain()
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(reader.read(), FAILED_AUTHENTICATION_DELAY_S)
+                        return
                     start = used
                     if not authenticator.complete:
                         del buffer[:start]
@@ -248,7 +259,8 @@ class KafkaListener:
     ) -> int | None:
         """Hand the complete frames of ``buffer`` to ``authenticator`` until the connection is
         authenticated; where the next frame starts, or None to close the connection (the
-        answers so far are in ``replies``). Its frames are checked against Kafka's limit for
+        answers so far are in ``replies``), or -1 when that close is a failed authentication's
+        (Kafka delays it). Its frames are checked against Kafka's limit for
         an unauthenticated client (``MAX_RECEIVE_BYTES``), and may be raw SASL tokens of any
         size from 0 (after a SaslHandshake v0)."""
         start = 0
@@ -272,7 +284,7 @@ class KafkaListener:
                 replies.append(step.reply)
             if step.close is not None:
                 logger.info("Kafka client %s: %s; closing the connection", client, step.close)
-                return None
+                return -1 if step.failed_authentication else None
         return start
 
     def _answer_run(
