@@ -195,6 +195,7 @@ class SaslServerAuthenticator:
                 close=f"unsupported SASL mechanism {mechanism!r}",
                 failed_authentication=True,
             )
+        logger.debug("SaslHandshake v%d: %s", request.api_version, mechanism)
         self._server = MECHANISMS[mechanism](self._config.credentials)
         self._raw_tokens = request.api_version == 0
         self._state = _State.AUTHENTICATE
@@ -224,6 +225,7 @@ class SaslServerAuthenticator:
                 close=f"unexpected Kafka request of API {api_key} during SASL authentication",
                 failed_authentication=True,
             )
+        logger.debug("SaslAuthenticate v%d", request.api_version)
         try:
             token = await self._server.evaluate(bytes(request.body.auth_bytes))
         except SaslFailed as failed:
