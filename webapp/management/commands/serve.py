@@ -43,6 +43,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
 from webapp import secret_key
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, install_runtime
@@ -111,7 +112,7 @@ class Command(BaseCommand):
         check_channel_layer()
         if not options["no_migrate"]:
             call_command("migrate", interactive=False, verbosity=0)
-        if sasl is not None and not list_users():
+        if sasl is not None and not has_kafka_users():
             self.stderr.write(
                 "KAFKA_SASL=required and no Kafka user yet: no Kafka client can connect until "
                 "one is added (manage.py kafka_user add NAME [--staff])"
@@ -226,6 +227,15 @@ class Command(BaseCommand):
             raise CommandError(failed[0])
         if server.abort_start:
             raise CommandError(f"could not listen on {host}:{port}")
+
+
+def has_kafka_users() -> bool:
+    """Whether any Kafka user exists (True when the database cannot say: ``--no-migrate`` on
+    a database without the table; the listener then refuses every sign-in, saying why)."""
+    try:
+        return bool(list_users())
+    except DatabaseError:
+        return True
 
 
 def is_loopback(host: str) -> bool:

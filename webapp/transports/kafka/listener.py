@@ -279,7 +279,13 @@ class KafkaListener:
                 break
             frame = bytes(buffer[start + 4 : start + 4 + size])
             start += 4 + size
-            step = await authenticator.receive(frame)
+            try:
+                step = await authenticator.receive(frame)
+            except Exception:  # the users could not be read (the database): a fault, not a refusal
+                logger.exception(
+                    "Kafka client %s: authentication failed; closing the connection", client
+                )
+                return None
             if step.reply:
                 replies.append(step.reply)
             if step.close is not None:

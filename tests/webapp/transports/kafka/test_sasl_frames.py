@@ -12,13 +12,19 @@ import datetime
 import hashlib
 import hmac
 import struct
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kio.serial import entity_reader
 
+from webapp.runtime.clock import WallClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
+from webapp.transports.kafka.authenticator import SaslConfig
 from webapp.transports.kafka.listener import KafkaListener
 
+from ...helpers import serving
 from .conftest import SASL_USERS
 from .test_wire import frame, request_frame
 
@@ -214,7 +220,9 @@ async def test_a_wrong_nonce_in_the_client_final_message_is_refused(
     final, _ = scram_client_final("alice-secret", bare, server_first)
     nonce = server_first.split(",")[0][2:]
     # A proof made for another nonce (a replay of another exchange's final message).
-    forged = final.replace(f"r={nonce}", f"r={nonce[:-1]}X")
+    other = nonce[:-1] + ("X" if nonce[-1] != "X" else "Y")
+    forged = final.replace(f"r={nonce}", f"r={other}")
+    assert forged != final
     answer = await authenticate(connection, forged.encode())
     assert (answer.error_code, answer.error_message) == (58, INVALID_SCRAM)
     assert await connection.closed()
@@ -328,3 +336,43 @@ def _token(token: bytes) -> object:
     from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
 
     return SaslAuthenticateRequest(auth_bytes=token)
+
+
+async def test_users_that_cannot_be_read_close_the_connection_and_the_listener_serves_on(
+    transactional_db: None,
+    make_runtime: Callable[..., CoordinatorRuntime],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A credential store that fails (the database is gone) is a fault: that connection is
+    closed with the error in the log, the next is read again."""
+    calls: list[str] = []
+
+    async def failing_then_none(name: str) -> None:
+        calls.append(name)
+        if len(calls) == 1:
+            raise RuntimeError("no such table: webapp_kafkauser")
+
+    async with serving(make_runtime(clock=WallClock())) as runtime:
+        listener = KafkaListener(
+            runtime,
+            host="127.0.0.1",
+            port=0,
+            records_path=tmp_path / "records.db",
+            sasl=SaslConfig(mechanisms=("PLAIN",), credentials=failing_then_none),
+        )
+        await listener.start()
+        try:
+            first = await Connection.open(listener)
+            await handshake(first, "PLAIN")
+            await first.request(36, 1, _token(b"\0alice\0alice-secret"))
+            assert await first.closed()
+            assert "no such table" in caplog.text
+            second = await Connection.open(listener)
+            await handshake(second, "PLAIN")
+            answer = await authenticate(second, b"\0alice\0alice-secret")
+            assert answer.error_code == 58  # read again: no such user
+            second.close()
+        finally:
+            await listener.stop()
+    assert calls == ["alice", "alice"]
