@@ -74,6 +74,36 @@ async def test_librdkafka_signs_in_consumes_and_commits(
     assert {(o.partition, o.offset) for o in offsets.partitions} >= {(partition, committed)}
 
 
+async def test_a_consumer_protocol_member_signs_in_and_is_assigned(
+    sasl_kafka: KafkaListener,
+) -> None:
+    """KIP-848's ConsumerGroupHeartbeat is served to an authenticated user who is not staff,
+    as every consumer API is."""
+    await sasl_kafka.runtime.create_topic(TOPIC, 2)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap(sasl_kafka),
+            "group.id": "modern",
+            "group.protocol": "consumer",
+            **sasl("SCRAM-SHA-256", "alice"),
+        }
+    )
+    consumer.subscribe([TOPIC])
+
+    def assigned() -> set[int]:
+        for _ in range(150):
+            consumer.poll(0.2)
+            owned = {tp.partition for tp in consumer.assignment()}
+            if owned == {0, 1}:
+                return owned
+        return {tp.partition for tp in consumer.assignment()}
+
+    try:
+        assert await asyncio.to_thread(assigned) == {0, 1}
+    finally:
+        await asyncio.to_thread(consumer.close)
+
+
 def _offset_fetch(group: str) -> Any:
     from coordinator_engine import OffsetFetchRequest
 

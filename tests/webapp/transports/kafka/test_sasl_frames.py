@@ -376,3 +376,16 @@ async def test_users_that_cannot_be_read_close_the_connection_and_the_listener_s
         finally:
             await listener.stop()
     assert calls == ["alice", "alice"]
+
+
+async def test_without_sasl_a_handshake_is_illegal_and_the_connection_served_on(
+    kafka: KafkaListener,
+) -> None:
+    """A listener without SASL answers a handshake as Kafka's PLAINTEXT listener does."""
+    connection = await Connection.open(kafka)
+    try:
+        answer = await handshake(connection, "SCRAM-SHA-256")
+        assert (answer.error_code, answer.mechanisms) == (34, ())  # ILLEGAL_SASL_STATE
+        assert await list_groups(connection) == 0
+    finally:
+        connection.close()
