@@ -155,7 +155,7 @@ class KafkaUser(models.Model):
     principal ``User:<name>``, with its SCRAM-SHA-256 credential (salt, StoredKey, ServerKey
     and iterations, as Kafka stores SCRAM credentials: never the password).
     ``is_staff``: may delete groups and their offsets over the Kafka wire.
-    ``manage.py kafka_user`` adds, changes and removes them."""
+    ``manage.py kafka_user`` and the admin add, change and remove them."""
 
     name = models.CharField(max_length=255, unique=True)
     is_staff = models.BooleanField(default=False)

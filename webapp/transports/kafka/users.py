@@ -10,7 +10,15 @@ from asgiref.sync import sync_to_async
 
 from .mechanisms import MIN_ITERATIONS, ScramCredential, StoredUser, scram_credential
 
-__all__ = ["UserError", "add_user", "list_users", "remove_user", "stored_user"]
+__all__ = [
+    "UserError",
+    "add_user",
+    "check_name",
+    "credential_fields",
+    "list_users",
+    "remove_user",
+    "stored_user",
+]
 
 #: What a user's name may hold: Kafka's SCRAM names are any string, but one that needs
 #: escaping in a SCRAM message (a comma, an equals sign) or in a principal is asking for
@@ -45,6 +53,30 @@ async def stored_user(name: str) -> StoredUser | None:
     return await sync_to_async(_load)(name)
 
 
+def check_name(name: str) -> None:
+    """UserError unless ``name`` may be a user's name."""
+    if not _NAME.fullmatch(name):
+        raise UserError(
+            f"a Kafka user's name is 1 to 255 letters, digits, '.', '_', '@' or '-', got {name!r}"
+        )
+
+
+def credential_fields(password: str, *, iterations: int = MIN_ITERATIONS) -> dict[str, object]:
+    """The ``KafkaUser`` fields that hold ``password``'s SCRAM credential (a new salt)."""
+    if not password:
+        raise UserError("the password must not be empty")
+    try:
+        credential = scram_credential(password, iterations=iterations)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    return {
+        "salt": credential.salt,
+        "stored_key": credential.stored_key,
+        "server_key": credential.server_key,
+        "iterations": credential.iterations,
+    }
+
+
 def add_user(
     name: str, password: str, *, is_staff: bool = False, iterations: int = MIN_ITERATIONS
 ) -> bool:
@@ -52,25 +84,10 @@ def add_user(
     changing its password and staff flag; True if it was created."""
     from webapp.models import KafkaUser
 
-    if not _NAME.fullmatch(name):
-        raise UserError(
-            f"a Kafka user's name is 1 to 255 letters, digits, '.', '_', '@' or '-', got {name!r}"
-        )
-    if not password:
-        raise UserError("the password must not be empty")
-    try:
-        credential = scram_credential(password, iterations=iterations)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
+    check_name(name)
+    fields = credential_fields(password, iterations=iterations)
     _, created = KafkaUser.objects.update_or_create(
-        name=name,
-        defaults={
-            "is_staff": is_staff,
-            "salt": credential.salt,
-            "stored_key": credential.stored_key,
-            "server_key": credential.server_key,
-            "iterations": credential.iterations,
-        },
+        name=name, defaults={"is_staff": is_staff, **fields}
     )
     return bool(created)
 

@@ -1,10 +1,11 @@
 """SASL in a real ``manage.py serve``: a Kafka listener beyond loopback without SASL is refused
 at start-up (unless KAFKA_ALLOW_ANONYMOUS says otherwise); with KAFKA_SASL=required, a user
 added with ``manage.py kafka_user`` signs in with librdkafka and a wrong password does not.
-And ``kafka_user`` itself: what it stores, lists and removes."""
+And ``kafka_user`` and the admin's page of Kafka users: what they store, list and remove."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import threading
 from collections.abc import Iterator
@@ -13,8 +14,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError
 from django.core.management import CommandError, call_command
+from django.test import Client
 
 from tests.live_server import LiveServer, wait_for
+from webapp.transports.kafka.mechanisms import PlainServer, SaslFailed
+from webapp.transports.kafka.users import stored_user
 
 
 @pytest.fixture
@@ -122,3 +126,34 @@ def test_kafka_user_stores_a_scram_credential_lists_and_removes(tmp_path: Path) 
     password.write_text("")
     with pytest.raises(CommandError, match="must not be empty"):
         call_command("kafka_user", "add", "c", "--password-file", str(password))
+
+
+@pytest.mark.django_db(transaction=True)  # stored_user reads from another thread
+def test_staff_add_a_kafka_user_and_change_its_password_in_the_admin(admin_client: Client) -> None:
+    from webapp.models import KafkaUser
+
+    add = "/admin/webapp/kafkauser/add/"
+    refused = admin_client.post(
+        add, {"name": "app", "password": "one", "password_again": "two"}, follow=True
+    )
+    assert "the passwords differ" in refused.content.decode()
+    assert admin_client.post(add, {"name": "app"}).status_code == 200  # no password: refused
+    assert not KafkaUser.objects.exists()
+
+    response = admin_client.post(
+        add, {"name": "app", "is_staff": "on", "password": "pw-1", "password_again": "pw-1"}
+    )
+    assert response.status_code == 302, response.content.decode()
+    user = asyncio.run(stored_user("app"))
+    assert user is not None and user.is_staff
+    assert asyncio.run(PlainServer(stored_user).evaluate(b"\0app\0pw-1")) == b""
+
+    # Changing the staff flag alone keeps the password; a new password replaces it.
+    change = f"/admin/webapp/kafkauser/{KafkaUser.objects.get().pk}/change/"
+    assert admin_client.post(change, {"password": "", "password_again": ""}).status_code == 302
+    assert asyncio.run(PlainServer(stored_user).evaluate(b"\0app\0pw-1")) == b""
+    assert not KafkaUser.objects.get().is_staff
+    admin_client.post(change, {"is_staff": "on", "password": "pw-2", "password_again": "pw-2"})
+    with pytest.raises(SaslFailed, match="Invalid username or password"):
+        asyncio.run(PlainServer(stored_user).evaluate(b"\0app\0pw-1"))
+    assert asyncio.run(PlainServer(stored_user).evaluate(b"\0app\0pw-2")) == b""
