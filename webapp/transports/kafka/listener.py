@@ -18,6 +18,11 @@ else runs on the loop while the transaction is open, so nobody is answered from 
 are not durable yet. If the transaction fails, none of the run is answered: the connection is
 closed, as when the runtime is reloading.
 
+With SASL (``sasl``, ``KAFKA_SASL=required``), a connection's frames go to its
+``SaslServerAuthenticator`` until it has authenticated (``_authenticate``; Kafka's
+``SaslServerAuthenticator``, docs/kafka.md "Authentication"), then are served as above with
+the principal in the handlers' context; a refusal is answered, then the connection closed.
+
 What cannot be served closes the connection with one log line naming the client and the
 problem, never the listener: a size prefix under 8 bytes or over ``MAX_FRAME_BYTES`` (checked
 before anything is read), a frame that ends early, bytes that do not decode, an unknown API key
@@ -207,7 +212,9 @@ class KafkaListener:
                         flush()
                         await writer.drain()
                         with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(reader.read(), FAILED_AUTHENTICATION_DELAY_S)
+                            async with asyncio.timeout(FAILED_AUTHENTICATION_DELAY_S):
+                                while await reader.read(_READ_CHUNK):
+                                    pass  # what the client still sends is not read
                         return
                     start = used
                     if not authenticator.complete:
