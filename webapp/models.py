@@ -148,3 +148,25 @@ class ReportRun(models.Model):
     @property
     def done(self) -> bool:
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+
+class KafkaUser(models.Model):
+    """A user of the Kafka listener's SASL authentication (docs/kafka.md, "Authentication"):
+    principal ``User:<name>``, with its SCRAM-SHA-256 credential (salt, StoredKey, ServerKey
+    and iterations, as Kafka stores SCRAM credentials: never the password).
+    ``is_staff``: may delete groups and their offsets over the Kafka wire.
+    ``manage.py kafka_user`` and the admin add, change and remove them."""
+
+    name = models.CharField(max_length=255, unique=True)
+    is_staff = models.BooleanField(default=False)
+    salt = models.BinaryField()
+    stored_key = models.BinaryField()
+    server_key = models.BinaryField()
+    iterations = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("name",)
+
+    def __str__(self) -> str:
+        return f"User:{self.name}" + (" (staff)" if self.is_staff else "")

@@ -15,6 +15,10 @@ style: every knob is an environment variable with a typed helper and a working d
   wire protocol (on ``--host``) and the address Metadata and FindCoordinator give Kafka
   clients (``webapp.transports.kafka``); ``KAFKA_RECORDS_PATH`` (``STATE_DIR/records.db``) and
   ``KAFKA_RETENTION_MS`` (7 days): where the batches producers send are kept, and how long.
+* ``KAFKA_SASL`` (``off``; ``required``): whether a Kafka client must authenticate (SASL) before
+  it is served, with one of ``KAFKA_SASL_MECHANISMS`` (``SCRAM-SHA-256,PLAIN``);
+  ``KAFKA_ALLOW_ANONYMOUS`` (off): serve the Kafka listener without SASL on an address beyond
+  loopback, which ``serve`` otherwise refuses (docs/kafka.md, "Authentication").
 * ``COORDINATOR_<FIELD>`` (Kafka's defaults): any int field of ``CoordinatorConfig``, e.g.
   ``COORDINATOR_GROUP_INITIAL_REBALANCE_DELAY_MS=0``; ``COORDINATOR_OWNED_PARTITIONS``: the
   comma-separated coordinator partitions this process serves (default all).
@@ -321,6 +325,11 @@ KAFKA_PORT = kafka_port_from_env()
 KAFKA_ADVERTISED_HOST = env_str("KAFKA_ADVERTISED_HOST", "")
 KAFKA_RECORDS_PATH = state_path("KAFKA_RECORDS_PATH", "records.db")
 KAFKA_RETENTION_MS = env_int("KAFKA_RETENTION_MS", 7 * 24 * 3600 * 1000)
+KAFKA_SASL = env_str("KAFKA_SASL", "off").strip().lower() or "off"
+if KAFKA_SASL not in ("off", "required"):
+    raise ImproperlyConfigured(f"KAFKA_SASL must be 'off' or 'required', got {KAFKA_SASL!r}")
+KAFKA_SASL_MECHANISMS = env_list("KAFKA_SASL_MECHANISMS", "SCRAM-SHA-256,PLAIN")
+KAFKA_ALLOW_ANONYMOUS = env_bool("KAFKA_ALLOW_ANONYMOUS", False)
 COORDINATOR_CONFIG = coordinator_config_from_env()
 REBALANCE_LAB_PROFILE_ENGINE = env_bool("REBALANCE_LAB_PROFILE_ENGINE", False)
 

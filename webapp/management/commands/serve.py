@@ -9,6 +9,11 @@ answers 503 "starting" while the log replays. SIGINT/SIGTERM stop Daphne, then t
 so. With ``CHANNEL_LAYER=redis`` (the default) Redis must answer at
 ``REDIS_URL`` before anything starts.
 
+Kafka's SASL (``KAFKA_SASL=required``, docs/kafka.md "Authentication") is off by default, for
+a listener on loopback; on any other address (``--host 0.0.0.0``) anyone who reaches the port
+could delete any group and its offsets, so ``serve`` refuses to start unless SASL is required
+or ``KAFKA_ALLOW_ANONYMOUS`` says to serve it open anyway.
+
 Port 0 (``--port 0``, ``--kafka-port 0``) lets the system pick a free port; ``--ports-file``
 then tells which: once everything listens, the file holds ``{"http": N, "kafka": M}`` (M null
 with ``--kafka-port off``). Tests and benchmarks start servers this way, so no two of them can
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import ipaddress
 import json
 import logging
 import os
@@ -37,13 +43,16 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
 from webapp import secret_key
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, install_runtime
 from webapp.settings import parse_kafka_port
 from webapp.simulation.demo import run_demo
 from webapp.simulation.manager import simulation_for
+from webapp.transports.kafka.authenticator import SaslConfig
 from webapp.transports.kafka.listener import KafkaListener
+from webapp.transports.kafka.users import list_users, stored_user
 from webapp.transports.websocket.codec import MAX_FRAME_BYTES
 
 logger = logging.getLogger("webapp.serve")
@@ -99,9 +108,15 @@ class Command(BaseCommand):
             secret_key.require()
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None
+        sasl = kafka_sasl(host, kafka_port)
         check_channel_layer()
         if not options["no_migrate"]:
             call_command("migrate", interactive=False, verbosity=0)
+        if sasl is not None and not has_kafka_users():
+            self.stderr.write(
+                "KAFKA_SASL=required and no Kafka user yet: no Kafka client can connect until "
+                "one is added (manage.py kafka_user add NAME [--staff])"
+            )
         # FindCoordinator advertises where clients reach this process.
         if "ADVERTISED_PORT" not in os.environ:
             settings.ADVERTISED_PORT = port
@@ -140,6 +155,7 @@ class Command(BaseCommand):
                 records_path=settings.KAFKA_RECORDS_PATH,
                 retention_ms=settings.KAFKA_RETENTION_MS,
                 advertised_host=settings.KAFKA_ADVERTISED_HOST or settings.ADVERTISED_HOST,
+                sasl=sasl,
             )
             if kafka_port is not None
             else None
@@ -168,7 +184,9 @@ class Command(BaseCommand):
                     return
                 runtime.listeners["kafka"] = kafka.address
                 self.stdout.write(
-                    f"Kafka listener on {host}:{kafka.port} (bootstrap {kafka.address})"
+                    f"Kafka listener on {host}:{kafka.port} (bootstrap {kafka.address}; "
+                    + ("no SASL" if sasl is None else "SASL " + ", ".join(sasl.mechanisms))
+                    + ")"
                 )
             if ports_file is not None:
                 write_ports(ports_file, http=port, kafka=None if kafka is None else kafka.port)
@@ -209,6 +227,46 @@ class Command(BaseCommand):
             raise CommandError(failed[0])
         if server.abort_start:
             raise CommandError(f"could not listen on {host}:{port}")
+
+
+def has_kafka_users() -> bool:
+    """Whether any Kafka user exists (True when the database cannot say: ``--no-migrate`` on
+    a database without the table; the listener then refuses every sign-in, saying why)."""
+    try:
+        return bool(list_users())
+    except DatabaseError:
+        return True
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (serve's ``--host``) is a loopback address, reachable from this machine
+    only; a name other than ``localhost`` is not trusted to be one."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def kafka_sasl(host: str, kafka_port: int | None) -> SaslConfig | None:
+    """The Kafka listener's SASL from the settings (None: off); CommandError when it would be
+    off on an address beyond loopback without ``KAFKA_ALLOW_ANONYMOUS``, or is misconfigured."""
+    if settings.KAFKA_SASL == "required":
+        try:
+            return SaslConfig(
+                mechanisms=tuple(settings.KAFKA_SASL_MECHANISMS), credentials=stored_user
+            )
+        except ValueError as exc:
+            raise CommandError(f"KAFKA_SASL_MECHANISMS: {exc}") from None
+    if kafka_port is not None and not is_loopback(host) and not settings.KAFKA_ALLOW_ANONYMOUS:
+        raise CommandError(
+            f"refusing to serve the Kafka listener on {host} without authentication: anyone "
+            "who reaches it could delete any group and its offsets. Set KAFKA_SASL=required "
+            "(and add users: manage.py kafka_user add NAME [--staff]), or KAFKA_ALLOW_ANONYMOUS=on "
+            "to serve it open anyway, or KAFKA_PORT=off, or serve on 127.0.0.1."
+        )
+    return None
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,8 @@ from webapp.runtime.api import RuntimeAPI
 from webapp.runtime.cluster import NODE_ID
 from webapp.runtime.topics import TopicRegistry, TopicSpec
 
-from .codec import Request, response_schema
+from .codec import Request, encode_response_as, response_schema
+from .mechanisms import Principal
 from .records import MAX_RECORDS_PER_BATCH, RECORD_BYTES_ESTIMATE, produced_at_ms, simulated_batch
 from .store import BadBatch, RecordStore, split_batches
 
@@ -87,6 +88,8 @@ DELETE_GROUPS = 42
 OFFSET_DELETE = 47
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
 
 #: ListOffsets' timestamps that ask for the first and the next offset.
 EARLIEST_TIMESTAMP = -2
@@ -121,6 +124,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     # KIP-848's consumer protocol; librdkafka 2.16 joins only when v1 is advertised.
     CONSUMER_GROUP_HEARTBEAT: (0, 1),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
+    # Always listed, as Kafka lists them on every listener; served before authentication by
+    # ``authenticator`` when KAFKA_SASL is required, and refused (ILLEGAL_SASL_STATE) here.
+    SASL_HANDSHAKE: (0, 1),
+    SASL_AUTHENTICATE: (0, 2),
 }
 
 #: APIs whose answer may wait (a JoinGroup parked until the rebalance completes, a SyncGroup
@@ -147,13 +154,21 @@ _NO_THROTTLE = datetime.timedelta(0)
 @dataclasses.dataclass(frozen=True, slots=True)
 class Context:
     """What a handler knows besides the request: the runtime, the address this listener
-    advertises, and the client's host."""
+    advertises, the client's host, and who it authenticated as (None: the listener has no
+    SASL, so anyone may do anything, as on Kafka's PLAINTEXT listener without an
+    authorizer)."""
 
     runtime: RuntimeAPI
     host: str
     port: int
     client_host: str
     store: RecordStore
+    principal: Principal | None = None
+
+    def may_administer(self) -> bool:
+        """Whether this connection may delete groups and offsets: with SASL, staff only
+        (docs/kafka.md, "Authentication")."""
+        return self.principal is None or self.principal.is_staff
 
 
 #: What a handler returns when Kafka sends no response (Produce with acks=0).
@@ -195,6 +210,31 @@ def _response_schema(request: Request) -> type:
 
 def _response(request: Request, **values: Any) -> Any:
     return _make(_response_schema(request), **values)
+
+
+def answer(request: Request, **values: Any) -> Any:
+    """kio's response to ``request`` (its API and version) from those ``values`` its version
+    has."""
+    return _response(request, **values)
+
+
+def unsupported_api_versions(correlation_id: int) -> bytes:
+    """ApiVersions v0 with UNSUPPORTED_VERSION and the ranges served (KIP-511)."""
+    from kio.schema.api_versions.v0.response import ApiVersion, ApiVersionsResponse
+    from kio.static.primitive import i16
+
+    body = ApiVersionsResponse(
+        error_code=ErrorCode.unsupported_version,
+        api_keys=tuple(
+            ApiVersion(
+                api_key=typing.cast(i16, key),
+                min_version=typing.cast(i16, low),
+                max_version=typing.cast(i16, high),
+            )
+            for key, (low, high) in sorted(SUPPORTED.items())
+        ),
+    )
+    return encode_response_as(API_VERSIONS, 0, correlation_id, body)
 
 
 def _ms(value: datetime.timedelta | int) -> int:
@@ -687,23 +727,34 @@ async def _list_groups(context: Context, request: Request) -> Any:
 
 
 async def _delete_groups(context: Context, request: Request) -> Any:
-    answer = await context.runtime.submit(
-        DeleteGroupsRequest(group_ids=tuple(request.body.groups_names))
-    )
+    """Kafka's ``handleDeleteGroupsRequest``: a group the principal may not delete is
+    GROUP_AUTHORIZATION_FAILED, each on its own; the others go to the coordinator."""
     schema = _response_schema(request)
     result_type = _item_type(schema, "results")
+    names = tuple(request.body.groups_names)
+    if context.may_administer():
+        deleted = await context.runtime.submit(DeleteGroupsRequest(group_ids=names))
+        results = [(r.group_id, ErrorCode(r.error_code)) for r in deleted.results]
+    else:
+        results = [(name, ErrorCode.group_authorization_failed) for name in dict.fromkeys(names)]
     return _make(
         schema,
         throttle_time=_NO_THROTTLE,
-        results=tuple(
-            _make(result_type, group_id=r.group_id, error_code=ErrorCode(r.error_code))
-            for r in answer.results
-        ),
+        results=tuple(_make(result_type, group_id=name, error_code=code) for name, code in results),
     )
 
 
 async def _offset_delete(context: Context, request: Request) -> Any:
+    """Kafka's ``handleOffsetDeleteRequest``: a principal that may not delete the group's
+    offsets gets GROUP_AUTHORIZATION_FAILED for the whole request."""
     body = request.body
+    if not context.may_administer():
+        return _response(
+            request,
+            throttle_time=_NO_THROTTLE,
+            error_code=ErrorCode.group_authorization_failed,
+            topics=(),
+        )
     answer = await context.runtime.submit(
         OffsetDeleteRequest(
             group_id=body.group_id,
@@ -1064,6 +1115,24 @@ async def _consumer_group_describe(context: Context, request: Request) -> Any:
     )
 
 
+async def _sasl_handshake(context: Context, request: Request) -> Any:
+    """A handshake on a connection that is authenticated, or on a listener without SASL:
+    Kafka's ``handleSaslHandshakeRequest`` answers ILLEGAL_SASL_STATE (the listener's
+    ``authenticator`` serves the handshake before authentication)."""
+    return _response(request, error_code=ErrorCode.illegal_sasl_state, mechanisms=())
+
+
+async def _sasl_authenticate(context: Context, request: Request) -> Any:
+    """As Kafka's ``handleSaslAuthenticateRequest``: ILLEGAL_SASL_STATE, with its message."""
+    return _response(
+        request,
+        error_code=ErrorCode.illegal_sasl_state,
+        error_message="SaslAuthenticate request received after successful authentication",
+        auth_bytes=b"",
+        session_lifetime=datetime.timedelta(0),
+    )
+
+
 HANDLERS: dict[int, Handler] = {
     API_VERSIONS: _api_versions,
     METADATA: _metadata,
@@ -1083,6 +1152,8 @@ HANDLERS: dict[int, Handler] = {
     OFFSET_DELETE: _offset_delete,
     CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
     CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
+    SASL_HANDSHAKE: _sasl_handshake,
+    SASL_AUTHENTICATE: _sasl_authenticate,
 }
 
 

@@ -18,6 +18,11 @@ else runs on the loop while the transaction is open, so nobody is answered from 
 are not durable yet. If the transaction fails, none of the run is answered: the connection is
 closed, as when the runtime is reloading.
 
+With SASL (``sasl``, ``KAFKA_SASL=required``), a connection's frames go to its
+``SaslServerAuthenticator`` until it has authenticated (``_authenticate``; Kafka's
+``SaslServerAuthenticator``, docs/kafka.md "Authentication"), then are served as above with
+the principal in the handlers' context; a refusal is answered, then the connection closed.
+
 What cannot be served closes the connection with one log line naming the client and the
 problem, never the listener: a size prefix under 8 bytes or over ``MAX_FRAME_BYTES`` (checked
 before anything is read), a frame that ends early, bytes that do not decode, an unknown API key
@@ -35,17 +40,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar, cast
-
-from kio.schema.errors import ErrorCode
+from typing import Any, TypeVar
 
 from coordinator_engine.requests import FieldError
 from webapp.runtime.api import RuntimeAPI, RuntimeNotReady
 
 from . import apis, codec
+from .authenticator import (
+    FAILED_AUTHENTICATION_DELAY_S,
+    MAX_RECEIVE_BYTES,
+    SaslConfig,
+    SaslServerAuthenticator,
+)
 from .store import DEFAULT_RETENTION_MS, RecordStore
 
 __all__ = ["KafkaListener"]
@@ -56,23 +66,6 @@ T = TypeVar("T")
 
 #: How much one read takes from a connection; the frames in it are answered together.
 _READ_CHUNK = 256 * 1024
-
-
-def _unsupported_api_versions(correlation_id: int) -> bytes:
-    """ApiVersions v0 with UNSUPPORTED_VERSION and the ranges served (KIP-511)."""
-    from kio.schema.api_versions.v0.response import ApiVersion, ApiVersionsResponse
-    from kio.static.primitive import i16
-
-    body = ApiVersionsResponse(
-        error_code=ErrorCode.unsupported_version,
-        api_keys=tuple(
-            ApiVersion(
-                api_key=cast(i16, key), min_version=cast(i16, low), max_version=cast(i16, high)
-            )
-            for key, (low, high) in sorted(apis.SUPPORTED.items())
-        ),
-    )
-    return codec.encode_response_as(apis.API_VERSIONS, 0, correlation_id, body)
 
 
 class KafkaListener:
@@ -88,8 +81,11 @@ class KafkaListener:
         records_path: str | Path,
         advertised_host: str | None = None,
         retention_ms: int = DEFAULT_RETENTION_MS,
+        sasl: SaslConfig | None = None,
     ) -> None:
         self.runtime = runtime
+        #: None: every connection is served at once (no SASL); otherwise each authenticates.
+        self.sasl = sasl
         self.store = RecordStore(records_path, retention_ms=retention_ms)
         self.host = host
         self.port = port
@@ -110,7 +106,13 @@ class KafkaListener:
             logger.info("Kafka record store: %d batches kept by topic name now by id", adopted)
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
-        logger.info("Kafka listener on %s:%d (advertised %s)", self.host, self.port, self.address)
+        logger.info(
+            "Kafka listener on %s:%d (advertised %s; SASL %s)",
+            self.host,
+            self.port,
+            self.address,
+            "off" if self.sasl is None else "required: " + ", ".join(self.sasl.mechanisms),
+        )
 
     async def stop(self) -> None:
         if self._server is None:
@@ -174,6 +176,15 @@ class KafkaListener:
         run: the connection is closed (what earlier runs answered still goes out)."""
         buffer = bytearray()
         replies: list[bytes] = []
+        authenticator = (
+            None
+            if self.sasl is None
+            else SaslServerAuthenticator(
+                self.sasl,
+                # ApiVersions before authentication is answered as after it.
+                lambda request: self._encoded(request, _result_now(apis.handle(context, request))),
+            )
+        )
 
         def flush() -> None:
             if replies:
@@ -193,6 +204,26 @@ class KafkaListener:
                     return
                 buffer += chunk
                 start = 0
+                if authenticator is not None and not authenticator.complete:
+                    used = await self._authenticate(buffer, authenticator, replies, client)
+                    if used is None:
+                        return
+                    if used < 0:  # a failed authentication: answered, then closed a bit later
+                        flush()
+                        await writer.drain()
+                        with contextlib.suppress(TimeoutError):
+                            async with asyncio.timeout(FAILED_AUTHENTICATION_DELAY_S):
+                                while await reader.read(_READ_CHUNK):
+                                    pass  # what the client still sends is not read
+                        return
+                    start = used
+                    if not authenticator.complete:
+                        del buffer[:start]
+                        flush()
+                        await writer.drain()
+                        continue
+                    context = dataclasses.replace(context, principal=authenticator.principal)
+                    logger.info("Kafka client %s: authenticated as %s", client, context.principal)
                 while True:
                     answered: list[bytes] = []
                     try:
@@ -226,6 +257,49 @@ class KafkaListener:
         finally:
             flush()  # what was answered before the connection ends still goes out
 
+    async def _authenticate(
+        self,
+        buffer: bytearray,
+        authenticator: SaslServerAuthenticator,
+        replies: list[bytes],
+        client: str,
+    ) -> int | None:
+        """Hand the complete frames of ``buffer`` to ``authenticator`` until the connection is
+        authenticated; where the next frame starts, or None to close the connection (the
+        answers so far are in ``replies``), or -1 when that close is a failed authentication's
+        (Kafka delays it). Its frames are checked against Kafka's limit for
+        an unauthenticated client (``MAX_RECEIVE_BYTES``), and may be raw SASL tokens of any
+        size from 0 (after a SaslHandshake v0)."""
+        start = 0
+        while not authenticator.complete and len(buffer) - start >= 4:
+            size = int.from_bytes(buffer[start : start + 4], "big", signed=True)
+            if not 0 <= size <= MAX_RECEIVE_BYTES:
+                logger.warning(
+                    "Kafka client %s: frame size %d before authentication (at most %d); "
+                    "closing the connection",
+                    client,
+                    size,
+                    MAX_RECEIVE_BYTES,
+                )
+                return None
+            if len(buffer) - start - 4 < size:
+                break
+            frame = bytes(buffer[start + 4 : start + 4 + size])
+            start += 4 + size
+            try:
+                step = await authenticator.receive(frame)
+            except Exception:  # the users could not be read (the database): a fault, not a refusal
+                logger.exception(
+                    "Kafka client %s: authentication failed; closing the connection", client
+                )
+                return None
+            if step.reply:
+                replies.append(step.reply)
+            if step.close is not None:
+                logger.info("Kafka client %s: %s; closing the connection", client, step.close)
+                return -1 if step.failed_authentication else None
+        return start
+
     def _answer_run(
         self, buffer: bytearray, start: int, context: apis.Context, client: str
     ) -> tuple[int, list[bytes], codec.Request | object | None]:
@@ -248,7 +322,7 @@ class KafkaListener:
                 request = codec.decode_request(frame, apis.SUPPORTED)
             except codec.BadFrame as bad:
                 if isinstance(bad, codec.UnsupportedRequest) and bad.api_key == apis.API_VERSIONS:
-                    answered.append(_unsupported_api_versions(bad.correlation_id))
+                    answered.append(apis.unsupported_api_versions(bad.correlation_id))
                     continue
                 logger.warning("Kafka client %s: %s; closing the connection", client, bad)
                 return start, answered, _CLOSE
