@@ -164,7 +164,16 @@ class _Change:
     """The records of one change of one group, applied to a draft as they are made; the
     events to emit once they are durable; the cause of an epoch bump."""
 
-    __slots__ = ("cause", "cause_member_id", "draft", "events", "pre", "records", "replaced")
+    __slots__ = (
+        "bumped",
+        "cause",
+        "cause_member_id",
+        "draft",
+        "events",
+        "pre",
+        "records",
+        "replaced",
+    )
 
     def __init__(self, draft: ConsumerGroup) -> None:
         self.draft = draft
@@ -176,6 +185,10 @@ class _Change:
         self.replaced: Group | None = None
         self.cause: RebalanceCause | None = None
         self.cause_member_id: str | None = None
+        #: Whether it bumps the group epoch: a move it makes out of Empty or Stable starts a
+        #: rebalance only then (a static member's -2 leave moves the group to Reconciling,
+        #: as in Kafka, with no new target: nothing is rebalanced).
+        self.bumped = False
 
     def add(self, key: Any, value: Any) -> None:
         self.records.append((key, value))
@@ -741,6 +754,7 @@ class ConsumerGroupManager:
             ConsumerGroupMetadataKey(group=draft.group_id), ConsumerGroupMetadataValue(epoch=epoch)
         )
         cause = change.cause or RebalanceCause.METADATA_CHANGE
+        change.bumped = True
         change.events.append(
             ConsumerGroupEpochBumped(
                 group_id=draft.group_id,
@@ -944,8 +958,9 @@ class ConsumerGroupManager:
         if state is group.state:
             return
         reason = check_transition(group.state, state)
-        starts = (group.state in (Empty, Stable) and state in (Assigning, Reconciling)) or (
-            group.state is Reconciling and state is Assigning
+        starts = change.bumped and (
+            (group.state in (Empty, Stable) and state in (Assigning, Reconciling))
+            or (group.state is Reconciling and state is Assigning)
         )
         self._ctx.emit(
             StateChanged.of_move(

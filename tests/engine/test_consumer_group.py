@@ -595,6 +595,20 @@ def test_no_group_epoch_bump_when_static_member_temporarily_leaves() -> None:
     assert ctx.group().group_epoch == epoch
     assert ctx.group().members["m1"].assigned  # still held for its instance
 
+    # The group is Reconciling meanwhile (a member is not at the target epoch), as Kafka's
+    # ConsumerGroup.computeConsumerGroupState says; but nothing was rebalanced: the move has
+    # no cause, and the return takes it back to Stable at the same epoch.
+    moves = [e for e in ctx.events_of(StateChanged) if e.to_state == "Reconciling"]
+    assert (moves[-1].from_state, moves[-1].cause, moves[-1].cause_member_id) == (
+        "Stable",
+        None,
+        None,
+    )
+    ctx.join("m1b", instance_id="i1")
+    back = ctx.events_of(StateChanged)[-1]
+    assert (back.from_state, back.to_state) == ("Reconciling", "Stable")
+    assert ctx.group().group_epoch == epoch
+
 
 def test_fenced_instance_id_when_static_member_with_different_member_id_joins() -> None:
     """testShouldThrowFencedInstanceIdExceptionWhenStaticMemberWithDifferentMemberIdJoins: a
