@@ -31,12 +31,23 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from coordinator_engine import CoordinatorConfig
 from coordinator_engine.client import POLL_TIMEOUT_REASON
 from coordinator_engine.events import RemovalReason
 
 from .events import assignments_of, is_type, last_where, so_far
 
-__all__ = ["FORCED_REMOVALS", "classic_holdings", "duplicate_windows", "forced_removals"]
+__all__ = [
+    "CONSUMER_SESSION_TIMEOUT_MS",
+    "FORCED_REMOVALS",
+    "classic_holdings",
+    "duplicate_windows",
+    "forced_removals",
+]
+
+#: A consumer-protocol member's session timeout: the coordinator's, as the engine sets it by
+#: default (the history does not say another).
+CONSUMER_SESSION_TIMEOUT_MS = CoordinatorConfig().consumer_group_session_timeout_ms
 
 FORCED_REMOVALS = tuple(
     reason.value
@@ -104,11 +115,15 @@ def classic_holdings(history: DataFrame, removals: DataFrame) -> DataFrame:
 
 def _session_timeouts(history: DataFrame, members: DataFrame) -> DataFrame:
     """The session timeout of each of ``members`` (group_id, member_id), from its latest join."""
-    joins = history.where(F.col("type").isin("MemberJoined", "HandoffMemberJoined")).join(
+    joined = ("MemberJoined", "HandoffMemberJoined", "ConsumerMemberJoined")
+    joins = history.where(F.col("type").isin(*joined)).join(
         F.broadcast(members), ["group_id", "member_id"], "left_semi"
     )
+    session = F.when(
+        F.col("type") == "ConsumerMemberJoined", F.lit(CONSUMER_SESSION_TIMEOUT_MS)
+    ).otherwise(F.col("session_timeout_ms"))
     return joins.groupBy("group_id", "member_id").agg(
-        F.max_by("session_timeout_ms", "seq").alias("session_timeout_ms")
+        F.max_by(session, "seq").alias("session_timeout_ms")
     )
 
 
