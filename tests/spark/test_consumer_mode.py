@@ -7,6 +7,7 @@ timeout, and a second epoch bump before the first was reconciled."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -35,6 +36,7 @@ from .scenarios import (
     state,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "t"
 GROUP = "c"
 REBALANCE_TIMEOUT = 5_000
@@ -115,12 +117,12 @@ class Consumer:
         assert response is not None and response.partitions[0].error_code == 0
 
 
-def two_members() -> Consumer:
+def two_members(group: str = GROUP) -> Consumer:
     """a joins at 0 and gets all four partitions at once (a rebalance of 0 ms); b joins at
     1,000 (bump to epoch 2: a keeps t-0 and t-1, b is to get t-2 and t-3); a is told at 1,100
     to revoke t-2 and t-3 and releases them at 1,300; b gets them at its heartbeat at 1,400,
     when every member is Stable at epoch 2."""
-    c = Consumer()
+    c = Consumer(group)
     assert c.hb("a").assignment == {TOPIC: (0, 1, 2, 3)}
     c.at(1_000)
     assert c.hb("b").assignment == {}  # t-2 and t-3 are still a's
@@ -273,10 +275,11 @@ def test_a_session_timeout_fences_the_member_and_opens_duplicate_windows(
     ]
 
 
-def test_a_member_held_in_unrevoked_partitions_past_its_rebalance_timeout_is_fenced(
-    spark: SparkSession,
-) -> None:
-    c = Consumer()
+def held_past_its_rebalance_timeout(group: str = GROUP) -> Consumer:
+    """a holds all four partitions and commits t-2 at 500 and 1,000; b joins at 1,000 (epoch
+    2); a is told at 1,100 to revoke t-2 and t-3 but keeps them; its rebalance timeout (5 s)
+    fences it at 6,100 (epoch 3), and b gets all four at its heartbeat at 6,200."""
+    c = Consumer(group)
     c.hb("a")
     c.at(500)
     c.commit("a", 2, 100)
@@ -291,7 +294,13 @@ def test_a_member_held_in_unrevoked_partitions_past_its_rebalance_timeout_is_fen
     c.at(6_100)  # a is fenced: bump to epoch 3 (Reconciling -> Assigning, a restart)
     c.at(6_200)
     assert c.hb("b").assignment == {TOPIC: (0, 1, 2, 3)}
-    report = tables(spark, c.events)
+    return c
+
+
+def test_a_member_held_in_unrevoked_partitions_past_its_rebalance_timeout_is_fenced(
+    spark: SparkSession,
+) -> None:
+    report = tables(spark, held_past_its_rebalance_timeout().events)
     assert rebalances(report)[1] == (
         # Reconciling 1,000 -> 6,100, Assigning 6,100 -> 6,200; two targets, one restart.
         T0 + 1_000, "Stable", "member_joined", "b", "Stable", True, 5_200, 100, 5_100, 1, 2, 3,
@@ -319,10 +328,11 @@ def test_a_member_held_in_unrevoked_partitions_past_its_rebalance_timeout_is_fen
     ]  # fmt: skip
 
 
-def test_a_second_bump_before_the_members_reconciled_restarts_the_rebalance(
-    spark: SparkSession,
-) -> None:
-    c = two_members()  # a: t-0, t-1; b: t-2, t-3 at epoch 2
+def overlapping_bumps(group: str = GROUP) -> Consumer:
+    """After ``two_members``: c joins at 10,000 (epoch 3), b is told at 10,100 to revoke t-3,
+    d joins at 10,200 (epoch 4) before anybody reconciled; every member then heartbeats every
+    100 ms, revoking at once."""
+    c = two_members(group)  # a: t-0, t-1; b: t-2, t-3 at epoch 2
     c.at(10_000)
     c.tick("c")  # bump to epoch 3: b is to give t-3 to c
     c.at(10_100)
@@ -333,6 +343,13 @@ def test_a_second_bump_before_the_members_reconciled_restarts_the_rebalance(
         c.at(ms)
         for member in ("a", "b", "c", "d"):
             c.tick(member)
+    return c
+
+
+def test_a_second_bump_before_the_members_reconciled_restarts_the_rebalance(
+    spark: SparkSession,
+) -> None:
+    c = overlapping_bumps()
     targets = [e.to_json()["assignment"] for e in c.events if e.type.endswith("Computed")]
     assert targets[-1] == {
         "a": [[TOPIC, 0]],
@@ -428,3 +445,57 @@ def test_the_history_rows_carry_the_consumer_events_fields() -> None:
         }
     )
     assert (left["member_id"], left["group_instance_id"]) == ("m", "host-1")
+
+
+def test_the_benchmarks_peers_count_consumer_groups_by_the_same_rules(tmp_path: Any) -> None:
+    """bench/report_peers.py's pandas and DuckDB readings of the rules give the figures worked
+    out above for the groups of the join, the member held past its rebalance timeout and the
+    overlapping bump (each group its own history's figures)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "report_peers", ROOT / "bench" / "report_peers.py"
+    )
+    assert spec is not None and spec.loader is not None
+    peers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peers)
+
+    history = History()
+    history.add(*two_members().events)
+    history.add(*held_past_its_rebalance_timeout("u").events)
+    history.add(*overlapping_bumps("o").events)
+    directory = history.write(tmp_path / "history")
+    expected = {
+        GROUP: {
+            "rebalances": 2,
+            "completed": 2,
+            "duration_ms": {"p50": 200.0, "p95": 380.0, "max": 400},
+            "partitions_moved": 6,
+            "stickiness_mean": 0.5,
+            "causes": {"member_joined": 2},
+            "unavailable_partition_s": 0.6,
+            "storms": 0,
+        },
+        "u": {
+            "rebalances": 2,
+            "completed": 2,
+            "duration_ms": {"p50": 2_600.0, "p95": 4_940.0, "max": 5_200},
+            "partitions_moved": 8,
+            "stickiness_mean": 0.0,  # a joins alone (no partition before), then keeps none
+            "causes": {"member_joined": 2},
+            "unavailable_partition_s": 10.4,
+            "storms": 0,
+        },
+        "o": {
+            "rebalances": 3,
+            "completed": 3,
+            "duration_ms": {"p50": 400.0, "p95": 400.0, "max": 400},
+            "partitions_moved": 8,
+            "stickiness_mean": 0.5,
+            "causes": {"member_joined": 3},
+            "unavailable_partition_s": 0.9,
+            "storms": 1,  # three starts within a minute
+        },
+    }
+    assert peers.pandas_report(directory) == expected
+    assert peers.duckdb_report(directory) == expected
