@@ -38,7 +38,8 @@ Consumer groups (Kafka 4's consumer protocol, KIP-848; ``spark_tasks/consumer.py
 and docs/analysis.md, "The rules"): a group is one when the history holds one of its
 ``Consumer*`` events; both peers read its ``Consumer*`` events, its ``MemberRemoved`` and its
 ``StateChanged`` between two of Empty, Assigning, Reconciling, Stable and Dead, in ``seq``
-order, an engine call being the group's events of one ``at_ms``:
+order (and its StaticMemberReplaced, for the member ids of a static member), an engine call
+being the group's events of one ``at_ms``:
 
 * the group's state at an event is the last StateChanged's ``to_state`` at or before it; an
   event is *terminal* when it is a StateChanged to Stable, Empty or Dead, or when it is the last
@@ -51,17 +52,18 @@ order, an engine call being the group's events of one ``at_ms``:
   ``to_state``, else the state so far) is Stable; its cause is the start's under the report's
   names, as for classic groups;
 * before = the last ConsumerTargetAssignmentComputed before the start (empty when the state
-  before the start is Empty or none; unknown if there is no target), after = the rebalance's
-  own last target (else the one before) when completed, empty when it ended Empty or Dead,
-  unknown when open; owners compared by ``group_instance_id`` for the member ids the group's
-  events tie to one, by member id otherwise; moved, kept and stickiness as for classic groups;
+  before the start is Empty, Dead or none; unknown if there is no target), after = the
+  rebalance's own last target (else the one before) when completed, empty when it ended Empty
+  or Dead, unknown when open; owners compared by ``group_instance_id`` for the member ids the
+  group's events tie to one (a row naming both, or either id of a StaticMemberReplaced), by
+  member id otherwise; moved, kept and stickiness as for classic groups;
 * revoked: each partition of a ConsumerPartitionsRevoked, and each partition a removed member
-  (MemberRemoved) held: its last ConsumerPartitionsRevoked/Assigned of the partition before the
-  removal was an assignment; each revocation, at its event's seq and time and in its event's
-  rebalance, runs to the group's next ConsumerPartitionsAssigned of the partition; revocations
-  of one partition in one rebalance with the same next assignment are one interval, from the
-  first; it ends at that assignment when it comes no later than the rebalance's end, else at the
-  rebalance's end, and is not summed while open;
+  (MemberRemoved) held: its owner's last ConsumerPartitionsRevoked/Assigned of the partition
+  before the removal was an assignment; each revocation, at its event's seq and time and in
+  its event's rebalance, runs to the group's next ConsumerPartitionsAssigned of the partition;
+  revocations of one partition in one rebalance with the same next assignment are one
+  interval, from the first; it ends at that assignment when it comes no later than the
+  rebalance's end, else at the rebalance's end, and is not summed while open;
 * the consumer groups' rebalances join the classic groups' for the storms and the figures.
 
 ``pandas_report`` reads with pyarrow (only the columns needed, only the six types; then the
@@ -150,6 +152,7 @@ CONSUMER_COLUMNS = (
     "to_state",
     "cause",
     "member_id",
+    "old_member_id",
     "group_instance_id",
     "assignment",
     "partitions",
@@ -223,7 +226,9 @@ def _pandas_consumer(dataset: ds.Dataset) -> pd.DataFrame:
     table = dataset.to_table(
         columns=list(CONSUMER_COLUMNS),
         filter=pc.field("group_id").isin(groups)
-        & pc.field("type").isin([*CONSUMER_TYPES, "StateChanged", "MemberRemoved"]),
+        & pc.field("type").isin(
+            [*CONSUMER_TYPES, "StateChanged", "MemberRemoved", "StaticMemberReplaced"]
+        ),
     ).sort_by([("group_id", "ascending"), ("seq", "ascending")])
     ev = table.drop_columns(["assignment", "partitions"]).to_pandas()
     moved_between = (ev["type"] != "StateChanged") | (
@@ -292,7 +297,7 @@ def _pandas_consumer(dataset: ds.Dataset) -> pd.DataFrame:
     out["completed"] = (end_state == "Stable").fillna(False).astype(bool)
     out["duration_ms"] = (out["end_ms"] - out["start_ms"]).where(out["completed"])
     out["cause"] = rb["cause"].map(lambda c: REPORT_CAUSES.get(c, c) if c else "other")
-    from_empty = rb["state_before"].isna() | (rb["state_before"] == "Empty")
+    from_empty = rb["state_before"].isna() | rb["state_before"].isin(["Empty", "Dead"])
     before_row = rb["previous_target_row"].where(~from_empty)
     before_known = from_empty | rb["previous_target_row"].notna()
     after_known = out["completed"] | end_state.isin(["Empty", "Dead"])
@@ -301,17 +306,31 @@ def _pandas_consumer(dataset: ds.Dataset) -> pd.DataFrame:
     )
     after_row = after_row.where(out["completed"])
 
-    # Owners: the instance id of the member ids tied to one, else the member id.
+    # Owners: the instance id of the member ids tied to one (by a join with it, or as either
+    # id of a StaticMemberReplaced), else the member id.
+    replaced = ev.loc[kind == "StaticMemberReplaced", ["group_id", "old_member_id"]]
     instances = (
-        ev.loc[ev["group_instance_id"].notna() & ev["member_id"].notna()]
+        pd.concat(
+            [
+                ev.loc[
+                    ev["group_instance_id"].notna(), ["group_id", "member_id", "group_instance_id"]
+                ],
+                replaced.rename(columns={"old_member_id": "member_id"}).assign(
+                    group_instance_id=ev.loc[replaced.index, "group_instance_id"]
+                ),
+            ]
+        )
+        .dropna(subset=["member_id"])
         .groupby(["group_id", "member_id"])["group_instance_id"]
         .min()
     )
+
+    def owners(frame: pd.DataFrame) -> pd.Series:
+        named = frame.join(instances, on=["group_id", "member_id"])["group_instance_id"]
+        return named.where(named.notna(), frame["member_id"])
+
     targets["group_id"] = ev["group_id"].to_numpy()[targets["row"].to_numpy()]
-    targets = targets.join(instances, on=["group_id", "member_id"])
-    targets["owner"] = targets["group_instance_id"].where(
-        targets["group_instance_id"].notna(), targets["member_id"]
-    )
+    targets["owner"] = owners(targets)
 
     def side(rows: pd.Series, name: str) -> pd.DataFrame:
         links = pd.DataFrame({"rebalance_id": rows.index, "row": rows.to_numpy()}).dropna()
@@ -342,10 +361,13 @@ def _pandas_consumer(dataset: ds.Dataset) -> pd.DataFrame:
     revoked = items[items["type"] == "ConsumerPartitionsRevoked"]
     assigned = items[items["type"] == "ConsumerPartitionsAssigned"]
     removals = ev.loc[kind == "MemberRemoved", ["group_id", "member_id", "seq", "rebalance_id"]]
-    words = items.merge(removals, on=["group_id", "member_id"], suffixes=("", "_removed"))
+    removals = removals.assign(owner=owners(removals)).drop(columns="member_id")
+    words = items.assign(owner=owners(items)).merge(
+        removals, on=["group_id", "owner"], suffixes=("", "_removed")
+    )
     words = words[words["seq"] < words["seq_removed"]]
     last_words = words.sort_values("seq").drop_duplicates(
-        ["group_id", "member_id", "topic", "partition", "seq_removed"], keep="last"
+        ["group_id", "owner", "topic", "partition", "seq_removed"], keep="last"
     )
     held = last_words[last_words["type"] == "ConsumerPartitionsAssigned"]
     held = held[["group_id", "topic", "partition", "seq_removed", "rebalance_id_removed"]]
@@ -900,12 +922,14 @@ def _duckdb_consumer_sql(renamed: str) -> list[str]:
         f"""
         CREATE TEMP TABLE cev0 AS
         SELECT group_id, seq, at_ms, type, from_state, to_state, cause, member_id,
-            group_instance_id, assignment, partitions,
+            old_member_id, group_instance_id, assignment, partitions,
             type = 'ConsumerGroupEpochBumped' AS bump, type = 'StateChanged' AS move
         FROM history
         WHERE group_id IN (SELECT DISTINCT group_id FROM history
                            WHERE type IN ({_sql_list(CONSUMER_TYPES)}))
-            AND type IN ({_sql_list((*CONSUMER_TYPES, "StateChanged", "MemberRemoved"))})
+            AND type IN ({
+            _sql_list((*CONSUMER_TYPES, "StateChanged", "MemberRemoved", "StaticMemberReplaced"))
+        })
             AND (type <> 'StateChanged' OR (from_state IN ({states}) AND to_state IN ({states})))
         """,
         """
@@ -969,7 +993,7 @@ def _duckdb_consumer_sql(renamed: str) -> list[str]:
             GROUP BY rebalance_id
         ), starts AS (
             SELECT s.group_id, s.seq AS rebalance_id, s.at_ms AS start_ms,
-                coalesce(s.state, 'Empty') = 'Empty' AS from_empty,
+                coalesce(s.state, 'Empty') IN ('Empty', 'Dead') AS from_empty,
                 s.previous_target_seq,
                 coalesce(CASE s.cause {renamed} END, s.cause, 'other') AS cause,
                 e.end_seq, e.end_ms, coalesce(e.end_state = 'Stable', false) AS completed,
@@ -990,12 +1014,20 @@ def _duckdb_consumer_sql(renamed: str) -> list[str]:
         FROM starts
         """,
         """
-        CREATE TEMP TABLE ctargets AS
-        WITH instances AS (
-            SELECT group_id, member_id, min(group_instance_id) AS group_instance_id FROM cev
-            WHERE group_instance_id IS NOT NULL AND member_id IS NOT NULL
-            GROUP BY group_id, member_id
+        CREATE TEMP TABLE cinstances AS
+        SELECT group_id, member_id, min(group_instance_id) AS group_instance_id
+        FROM (
+            SELECT group_id, member_id, group_instance_id FROM cev
+            WHERE group_instance_id IS NOT NULL
+            UNION ALL
+            SELECT group_id, old_member_id, group_instance_id FROM cev
+            WHERE type = 'StaticMemberReplaced'
         )
+        WHERE member_id IS NOT NULL
+        GROUP BY group_id, member_id
+        """,
+        """
+        CREATE TEMP TABLE ctargets AS
         SELECT t.group_id, t.seq, t.topic, t.part,
             coalesce(i.group_instance_id, t.member_id) AS owner
         FROM (
@@ -1004,7 +1036,7 @@ def _duckdb_consumer_sql(renamed: str) -> list[str]:
             FROM (SELECT group_id, seq, unnest(assignment) AS a FROM cev
                   WHERE type = 'ConsumerTargetAssignmentComputed')
         ) t
-        LEFT JOIN instances i USING (group_id, member_id)
+        LEFT JOIN cinstances i USING (group_id, member_id)
         """,
         """
         CREATE TEMP TABLE cmoves AS
@@ -1029,23 +1061,26 @@ def _duckdb_consumer_sql(renamed: str) -> list[str]:
         """,
         """
         CREATE TEMP TABLE citems AS
-        SELECT group_id, seq, at_ms, member_id, type, rebalance_id,
-            struct_extract(p, 'topic') AS topic, struct_extract(p, 'partition') AS part
+        SELECT c.group_id, c.seq, c.at_ms, c.type, c.rebalance_id,
+            coalesce(i.group_instance_id, c.member_id) AS owner,
+            struct_extract(c.p, 'topic') AS topic, struct_extract(c.p, 'partition') AS part
         FROM (SELECT *, unnest(partitions) AS p FROM cev
-              WHERE type IN ('ConsumerPartitionsRevoked', 'ConsumerPartitionsAssigned'))
+              WHERE type IN ('ConsumerPartitionsRevoked', 'ConsumerPartitionsAssigned')) c
+        LEFT JOIN cinstances i USING (group_id, member_id)
         """,
         """
         CREATE TEMP TABLE cunavailable AS
         WITH removals AS (
-            SELECT group_id, member_id, seq, at_ms, rebalance_id FROM cev
-            WHERE type = 'MemberRemoved'
+            SELECT c.group_id, coalesce(i.group_instance_id, c.member_id) AS owner, c.seq,
+                c.at_ms, c.rebalance_id
+            FROM cev c LEFT JOIN cinstances i USING (group_id, member_id)
+            WHERE c.type = 'MemberRemoved'
         ), held AS (
             SELECT r.group_id, i.topic, i.part, r.seq, any_value(r.at_ms) AS at_ms,
                 any_value(r.rebalance_id) AS rebalance_id, arg_max(i.type, i.seq) AS last_word
             FROM removals r
-            JOIN citems i ON i.group_id = r.group_id AND i.member_id = r.member_id
-                AND i.seq < r.seq
-            GROUP BY r.group_id, r.member_id, i.topic, i.part, r.seq
+            JOIN citems i ON i.group_id = r.group_id AND i.owner = r.owner AND i.seq < r.seq
+            GROUP BY r.group_id, r.owner, i.topic, i.part, r.seq
         ), revocations AS (
             SELECT group_id, topic, part, seq, at_ms, rebalance_id FROM citems
             WHERE type = 'ConsumerPartitionsRevoked'

@@ -35,7 +35,9 @@ are compared on the same figures.
   groups.
 - **Cause**: the bump's own ``cause`` and ``cause_member_id`` under the report's names
   (``events.report_cause``); ``reason`` is the text of the rebalance's first state change.
-  ``from_state`` is the group's state before the bump (Stable or Empty).
+  ``from_state`` is the group's state before the bump (Stable or Empty; Reconciling while a
+  static member is away at epoch -2, which moves the group without a bump and is no rebalance;
+  a group deleted, Dead, and made again starts Empty).
 - **Partitions**: its before assignment is the last target before its start (known and empty
   when it started from Empty), its after assignment its last target when completed (every
   member then holds its target), empty when it ended Empty or Dead, unknown when open. Owners
@@ -52,7 +54,11 @@ are compared on the same figures.
   rebalance timeout) are one interval, from the first.
 - **Holdings** (for duplicate consumption, ``spark_tasks.duplicates``): what a removed member
   held: the partitions assigned to it and not revoked since, and those it was told to revoke
-  but had not released (it released them when it left UNREVOKED_PARTITIONS).
+  but had not released (it released them when it left UNREVOKED_PARTITIONS, or dropped them
+  when it left for a while as a static member, epoch -2). A static member is followed under
+  every member id of its instance (one that comes back under a new member id takes its old
+  assignment over, with ``StaticMemberReplaced`` and no assignment event; it holds them from
+  then); a removal opens revocations for what it held that was not revoked already.
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ from .events import before, in_group, is_type, last_where, report_cause, so_far
 __all__ = [
     "CONSUMER_PROTOCOL",
     "consumer_events",
+    "consumer_generations",
     "consumer_holdings",
     "consumer_partition_changes",
     "consumer_rebalances",
@@ -92,7 +99,7 @@ _CONSUMER_TYPES = (
     "ConsumerPartitionsAssigned",
     "ConsumerStaticMemberLeft",
 )
-_TYPES = (*_CONSUMER_TYPES, "StateChanged", "MemberRemoved")
+_TYPES = (*_CONSUMER_TYPES, "StateChanged", "MemberRemoved", "StaticMemberReplaced")
 
 
 def _is_bump() -> Column:
@@ -132,6 +139,7 @@ def consumer_events(history: DataFrame) -> DataFrame:
             "cause",
             "cause_member_id",
             "member_id",
+            "old_member_id",
             "group_instance_id",
             "generation_id",
             "protocol_name",
@@ -210,7 +218,9 @@ def consumer_rebalances(events: DataFrame) -> DataFrame:
                 F.col("is_start"),
                 F.struct(
                     "at_ms",
-                    F.coalesce("state", F.lit(EMPTY)).alias("from_state"),
+                    F.when(F.col("state").isNull() | (F.col("state") == DEAD), F.lit(EMPTY))
+                    .otherwise(F.col("state"))
+                    .alias("from_state"),
                     report_cause(F.col("cause")).alias("cause"),
                     "cause_member_id",
                     "previous_target",
@@ -298,10 +308,84 @@ def consumer_rebalances(events: DataFrame) -> DataFrame:
     )
 
 
-def _member_instances(events: DataFrame) -> DataFrame:
-    """(group_id, member_id, group_instance_id) of every static member id of the groups."""
+def consumer_generations(rebalances: DataFrame, events: DataFrame) -> DataFrame:
+    """One row per target assignment a consumer rebalance computed, with the columns of the
+    report's ``generations`` table: its epoch (``generation_id``), assignor
+    (``protocol_name``), no ``leader_id`` (the coordinator assigns), the members it gives
+    partitions to (``members``, ``member_ids`` sorted), ``join_started_ms`` (the bump to its
+    epoch), ``join_completed_ms`` (when it was computed), ``join_ms`` (between them),
+    ``sync_ms`` (from it until what ended it) and ``ended_in``: the rebalance's end state
+    (Stable, Empty, Dead) for its last target, ``Assigning`` for one a later bump overtook
+    (the members were to reconcile to a newer epoch), null while open."""
+    inside = events.where(F.col("rebalance_id").isNotNull())
+    keys = ["group_id", "rebalance_id"]
+    targets = inside.where(_is_target()).select(
+        *keys,
+        "seq",
+        "at_ms",
+        "generation_id",
+        "protocol_name",
+        F.array_sort(F.array_distinct(F.col("assignment.member_id"))).alias("member_ids"),
+    )
+    bumps = inside.where(_is_bump()).select(
+        *keys,
+        F.col("seq").alias("_bump_seq"),
+        F.col("at_ms").alias("_bump_ms"),
+        F.col("generation_id").alias("_bump_epoch"),
+    )
+    started = (
+        targets.join(bumps, keys)
+        .where(
+            (F.col("_bump_epoch") == F.col("generation_id")) & (F.col("_bump_seq") < F.col("seq"))
+        )
+        .groupBy(*keys, "seq")
+        .agg(F.max(F.struct("_bump_seq", "_bump_ms")).alias("_started"))
+    )
+    overtaken = (
+        targets.join(bumps, keys)
+        .where(F.col("_bump_seq") > F.col("seq"))
+        .groupBy(*keys, "seq")
+        .agg(F.min(F.struct("_bump_seq", "_bump_ms")).alias("_overtaken"))
+    )
+    ends = rebalances.select(*keys, "end_ms", "end_state", "rebalance_protocol")
+    join_started = F.col("_started._bump_ms")
+    ended_ms = F.coalesce(F.col("_overtaken._bump_ms"), F.col("end_ms"))
     return (
-        events.where(F.col("group_instance_id").isNotNull() & F.col("member_id").isNotNull())
+        targets.join(started, [*keys, "seq"], "left")
+        .join(overtaken, [*keys, "seq"], "left")
+        .join(ends, keys)
+        .select(
+            *keys,
+            F.col("generation_id").cast("int").alias("generation_id"),
+            "protocol_name",
+            "rebalance_protocol",
+            F.lit(None).cast("string").alias("leader_id"),
+            F.size("member_ids").cast("int").alias("members"),
+            "member_ids",
+            join_started.alias("join_started_ms"),
+            F.col("at_ms").alias("join_completed_ms"),
+            (F.col("at_ms") - join_started).alias("join_ms"),
+            (ended_ms - F.col("at_ms")).alias("sync_ms"),
+            F.when(F.col("_overtaken").isNotNull(), F.lit(ASSIGNING))
+            .otherwise(F.col("end_state"))
+            .alias("ended_in"),
+        )
+    )
+
+
+def _member_instances(events: DataFrame) -> DataFrame:
+    """(group_id, member_id, group_instance_id) of every static member id of the groups: those
+    that joined with an instance id, and both ids of a ``StaticMemberReplaced`` (the member id
+    that takes an instance over emits no join of its own)."""
+    named = events.where(F.col("group_instance_id").isNotNull()).select(
+        "group_id", "member_id", "group_instance_id"
+    )
+    replaced = events.where(is_type("StaticMemberReplaced")).select(
+        "group_id", F.col("old_member_id").alias("member_id"), "group_instance_id"
+    )
+    return (
+        named.unionByName(replaced)
+        .where(F.col("member_id").isNotNull())
         .groupBy("group_id", "member_id")
         .agg(F.min("group_instance_id").alias("group_instance_id"))
     )
@@ -375,8 +459,19 @@ def consumer_holdings(events: DataFrame) -> DataFrame:
     """The partitions each member held when it was removed (module docstring), with
     ``pending`` (it had been told to revoke it): ``group_id``, ``member_id``, ``topic``,
     ``partition``, ``granted_ms`` (when it was assigned it), ``pending``, and the removal's
-    ``seq``, ``at_ms``, ``rebalance_id``, ``reason``."""
-    moves = (
+    ``seq``, ``at_ms``, ``rebalance_id``, ``reason``. A static member's partitions are followed
+    under every member id of its instance: one that comes back under a new member id takes its
+    old assignment over without an assignment event."""
+    instances = F.broadcast(_member_instances(events))
+
+    def by_owner(frame: DataFrame) -> DataFrame:
+        return (
+            frame.join(instances, ["group_id", "member_id"], "left")
+            .withColumn("_owner", F.coalesce("group_instance_id", "member_id"))
+            .drop("group_instance_id")
+        )
+
+    moves = by_owner(
         _member_partitions(events, "ConsumerPartitionsAssigned")
         .withColumn("_assigned", F.lit(True))
         .unionByName(
@@ -384,21 +479,29 @@ def consumer_holdings(events: DataFrame) -> DataFrame:
                 "_assigned", F.lit(False)
             )
         )
+    ).drop("member_id")
+    removals = by_owner(
+        events.where(is_type("MemberRemoved")).select(
+            "group_id", "member_id", "seq", "at_ms", "rebalance_id", "reason"
+        )
     )
-    removals = events.where(is_type("MemberRemoved")).select(
-        "group_id", "member_id", "seq", "at_ms", "rebalance_id", "reason"
-    )
-    # A member releases everything it was told to revoke when it leaves UNREVOKED_PARTITIONS.
-    releases = events.where(
-        is_type("ConsumerMemberStateChanged")
-        & (F.col("from_state") == UNREVOKED)
-        & (F.col("to_state") != UNREVOKED)
-    ).select("group_id", "member_id", F.col("seq").alias("_released_seq"))
-    keys = ["group_id", "member_id", "topic", "partition"]
+    # A member releases everything it was told to revoke when it leaves UNREVOKED_PARTITIONS,
+    # and drops it when it leaves for a while as a static member (epoch -2).
+    releases = by_owner(
+        events.where(
+            (
+                is_type("ConsumerMemberStateChanged")
+                & (F.col("from_state") == UNREVOKED)
+                & (F.col("to_state") != UNREVOKED)
+            )
+            | is_type("ConsumerStaticMemberLeft")
+        ).select("group_id", "member_id", F.col("seq").alias("_released_seq"))
+    ).drop("member_id")
+    keys = ["group_id", "_owner", "topic", "partition"]
     last = (
         moves.join(
-            removals.select("group_id", "member_id", F.col("seq").alias("_removed_seq")),
-            ["group_id", "member_id"],
+            removals.select("group_id", "_owner", F.col("seq").alias("_removed_seq")),
+            ["group_id", "_owner"],
         )
         .where(F.col("seq") < F.col("_removed_seq"))
         .groupBy(*keys, "_removed_seq")
@@ -407,9 +510,15 @@ def consumer_holdings(events: DataFrame) -> DataFrame:
             F.max(F.when(F.col("_assigned"), F.col("at_ms"))).alias("granted_ms"),
         )
     )
+    # A member id that took a static instance over got its partitions then, not before.
+    took_over = (
+        events.where(is_type("StaticMemberReplaced"))
+        .groupBy("group_id", "member_id")
+        .agg(F.max("at_ms").alias("_took_over_ms"))
+    )
     released = (
         last.where(~F.col("_last._assigned"))
-        .join(releases, ["group_id", "member_id"])
+        .join(releases, ["group_id", "_owner"])
         .where(
             (F.col("_released_seq") > F.col("_last.seq"))
             & (F.col("_released_seq") < F.col("_removed_seq"))
@@ -421,14 +530,18 @@ def consumer_holdings(events: DataFrame) -> DataFrame:
         last.join(released, [*keys, "_removed_seq"], "left_anti")
         .join(
             removals.withColumnRenamed("seq", "_removed_seq"),
-            ["group_id", "member_id", "_removed_seq"],
+            ["group_id", "_owner", "_removed_seq"],
         )
+        .join(F.broadcast(took_over), ["group_id", "member_id"], "left")
         .select(
             "group_id",
             "member_id",
             "topic",
             "partition",
-            "granted_ms",
+            F.greatest(
+                "granted_ms",
+                F.when(F.col("_took_over_ms") < F.col("at_ms"), F.col("_took_over_ms")),
+            ).alias("granted_ms"),
             (~F.col("_last._assigned")).alias("pending"),
             F.col("_removed_seq").alias("seq"),
             "at_ms",

@@ -115,15 +115,24 @@ def classic_holdings(history: DataFrame, removals: DataFrame) -> DataFrame:
 
 def _session_timeouts(history: DataFrame, members: DataFrame) -> DataFrame:
     """The session timeout of each of ``members`` (group_id, member_id), from its latest join."""
-    joined = ("MemberJoined", "HandoffMemberJoined", "ConsumerMemberJoined")
-    joins = history.where(F.col("type").isin(*joined)).join(
+    joins = history.where(F.col("type").isin("MemberJoined", "HandoffMemberJoined")).join(
         F.broadcast(members), ["group_id", "member_id"], "left_semi"
     )
-    session = F.when(
-        F.col("type") == "ConsumerMemberJoined", F.lit(CONSUMER_SESSION_TIMEOUT_MS)
-    ).otherwise(F.col("session_timeout_ms"))
-    return joins.groupBy("group_id", "member_id").agg(
-        F.max_by(session, "seq").alias("session_timeout_ms")
+    # A consumer group's members (KIP-848) all have the coordinator's session, whether they
+    # joined or took a static member's place.
+    consumer_groups = (
+        history.where(F.col("type") == "ConsumerMemberJoined").select("group_id").distinct()
+    )
+    return (
+        joins.groupBy("group_id", "member_id")
+        .agg(F.max_by("session_timeout_ms", "seq").alias("session_timeout_ms"))
+        .unionByName(
+            members.join(consumer_groups, "group_id", "left_semi").withColumn(
+                "session_timeout_ms", F.lit(CONSUMER_SESSION_TIMEOUT_MS)
+            )
+        )
+        .groupBy("group_id", "member_id")
+        .agg(F.max("session_timeout_ms").alias("session_timeout_ms"))
     )
 
 

@@ -97,6 +97,7 @@ from coordinator_engine.classic.state import GroupState
 from .consumer import (
     CONSUMER_PROTOCOL,
     consumer_events,
+    consumer_generations,
     consumer_holdings,
     consumer_partition_changes,
     consumer_rebalances,
@@ -953,7 +954,13 @@ def report_tables(
     )
     return {
         "rebalances": complete,
-        "generations": events.transform(generations_of),
+        "generations": events.transform(generations_of)
+        .join(
+            complete.select("group_id", "rebalance_id", "rebalance_protocol"),
+            ["group_id", "rebalance_id"],
+            "left",
+        )
+        .unionByName(consumer_generations(complete, consumer)),
         "partition_moves": partition_moves,
         "partition_unavailability": unavailability,
         "duplicate_consumption": duplicates,

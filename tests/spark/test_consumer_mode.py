@@ -69,7 +69,7 @@ class Consumer:
         self.coord.advance(self.now)
 
     def hb(
-        self, member: str, *owned: int, epoch: int | None = None
+        self, member: str, *owned: int, epoch: int | None = None, instance: str | None = None
     ) -> ConsumerGroupHeartbeatResponse:
         """A heartbeat of ``member`` owning ``owned`` (a join when it has no epoch yet)."""
         joining = member not in self.epochs
@@ -87,6 +87,7 @@ class Consumer:
                 topic_partitions=()
                 if joining
                 else (OwnedTopicPartitions(topic=TOPIC, partitions=owned),),
+                instance_id=instance,
                 **fields,
             ),
             self.now,
@@ -167,6 +168,10 @@ def rebalances(report: dict[str, DataFrame]) -> list[tuple[Any, ...]]:
     return [tuple(row[c] for c in REBALANCE_COLUMNS) for row in rows]
 
 
+def rebalance_ids(report: dict[str, DataFrame]) -> list[int]:
+    return [r.rebalance_id for r in report["rebalances"].orderBy("rebalance_id").collect()]
+
+
 def unavailable(report: dict[str, DataFrame]) -> list[tuple[Any, ...]]:
     rows = report["partition_unavailability"].orderBy("revoked_ms", "partition").collect()
     return [
@@ -230,6 +235,12 @@ def test_a_member_leaving_hands_its_partitions_over_at_the_next_heartbeat(
         (2, "b", 10_000, "a", "assigned", 200, "consumer"),
         (3, "b", 10_000, "a", "assigned", 200, "consumer"),
     ]
+    # Its one target waited 200 ms in Assigning for a's heartbeat, and a held it at once.
+    (generation,) = (
+        report["generations"].where(f"rebalance_id = {rebalance_ids(report)[2]}").collect()
+    )
+    assert (generation.generation_id, generation.members, generation.join_ms) == (3, 1, 200)
+    assert (generation.sync_ms, generation.ended_in) == (0, "Stable")
     # b left by itself (it commits first): nothing is processed twice.
     assert report["duplicate_consumption"].count() == 0
 
@@ -370,6 +381,26 @@ def test_a_second_bump_before_the_members_reconciled_restarts_the_rebalance(
         (3, "b", 10_100, "c", "assigned", 200, "consumer"),
         (1, "a", 10_300, "d", "assigned", 100, "consumer"),
     ]
+    # Its two targets: epoch 3's, computed at c's join and overtaken by d's bump 200 ms later;
+    # epoch 4's, computed at d's join, reached by every member at 10,400.
+    generations = report["generations"].where(f"rebalance_id = {rebalance_ids(report)[2]}")
+    assert [
+        (
+            g.generation_id,
+            g.protocol_name,
+            g.rebalance_protocol,
+            g.leader_id,
+            g.member_ids,
+            g.join_started_ms - T0,
+            g.join_ms,
+            g.sync_ms,
+            g.ended_in,
+        )
+        for g in generations.orderBy("generation_id").collect()
+    ] == [
+        (3, "uniform", "consumer", None, ["a", "b", "c"], 10_000, 0, 200, "Assigning"),
+        (4, "uniform", "consumer", None, ["a", "b", "c", "d"], 10_200, 0, 200, "Stable"),
+    ]
 
 
 def test_the_summary_compares_the_four_modes(spark: SparkSession, tmp_path: Any) -> None:
@@ -449,8 +480,9 @@ def test_the_history_rows_carry_the_consumer_events_fields() -> None:
 
 def test_the_benchmarks_peers_count_consumer_groups_by_the_same_rules(tmp_path: Any) -> None:
     """bench/report_peers.py's pandas and DuckDB readings of the rules give the figures worked
-    out above for the groups of the join, the member held past its rebalance timeout and the
-    overlapping bump (each group its own history's figures)."""
+    out above for the groups of the join, the member held past its rebalance timeout, the
+    overlapping bump and the static member back under a new id (each group its own history's
+    figures)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -464,6 +496,7 @@ def test_the_benchmarks_peers_count_consumer_groups_by_the_same_rules(tmp_path: 
     history.add(*two_members().events)
     history.add(*held_past_its_rebalance_timeout("u").events)
     history.add(*overlapping_bumps("o").events)
+    history.add(*static_member_back_under_a_new_id("s").events)
     directory = history.write(tmp_path / "history")
     expected = {
         GROUP: {
@@ -496,6 +529,75 @@ def test_the_benchmarks_peers_count_consumer_groups_by_the_same_rules(tmp_path: 
             "unavailable_partition_s": 0.9,
             "storms": 1,  # three starts within a minute
         },
+        "s": {
+            "rebalances": 3,
+            "completed": 3,
+            "duration_ms": {"p50": 400.0, "p95": 490.0, "max": 500},
+            "partitions_moved": 8,
+            "stickiness_mean": 0.5,
+            "causes": {"member_joined": 2, "session_timeout": 1},
+            "unavailable_partition_s": 1.6,
+            "storms": 1,
+        },
     }
     assert peers.pandas_report(directory) == expected
     assert peers.duckdb_report(directory) == expected
+
+
+def static_member_back_under_a_new_id(group: str = GROUP) -> Consumer:
+    """``two_members`` with a static (instance host-a): it leaves for a while at 2,000 (epoch
+    -2), comes back at 3,000 as a2, commits t-0 at 4,000 and 6,000, heartbeats last at 7,000
+    and is fenced when its session ends at 52,000; b gets t-0 and t-1 at 52,500."""
+    c = Consumer(group)
+    c.hb("a", instance="host-a")  # a static member: all four partitions
+    c.at(1_000)
+    c.tick("b")
+    c.at(1_100)
+    c.hb("a", 0, 1, 2, 3, instance="host-a")  # told to revoke t-2 and t-3
+    c.at(1_300)
+    c.hb("a", 0, 1, instance="host-a")
+    c.at(1_400)
+    c.tick("b")  # b holds t-2 and t-3 (as in two_members)
+    c.at(2_000)
+    c.hb("a", 0, 1, epoch=-2, instance="host-a")  # away for a while: no bump, no rebalance
+    c.at(3_000)
+    del c.epochs["a"]
+    assert c.hb("a2", instance="host-a").assignment == {TOPIC: (0, 1)}  # takes host-a over
+    c.at(4_000)
+    c.commit("a2", 0, 10)
+    c.at(6_000)
+    c.commit("a2", 0, 30)  # 10 records a second
+    c.at(7_000)
+    c.hb("a2", 0, 1, instance="host-a")  # its last heartbeat: its session ends at 52,000
+    for ms in range(9_000, 50_000, 4_000):
+        c.at(ms)
+        c.tick("b")
+    c.at(52_000)  # a2 is fenced: bump to epoch 3
+    c.at(52_500)
+    assert c.tick("b").assignment == {TOPIC: (0, 1, 2, 3)}
+    return c
+
+
+def test_a_static_member_back_under_a_new_id_is_followed_to_its_session_timeout(
+    spark: SparkSession,
+) -> None:
+    c = static_member_back_under_a_new_id()
+    report = tables(spark, c.events)
+    rows = rebalances(report)
+    assert len(rows) == 3  # the static member's absence and return are no rebalance
+    assert rows[2] == (
+        # host-a's t-0 and t-1 move to b (the target before names a, the old id of host-a).
+        T0 + 52_000, "Stable", "session_timeout", "a2", "Stable", True, 500, 500, 0, 0, 1, 3,
+        "uniform", "consumer", 2, 1, 4, 4, 2, 2, 0.5, 2, 1_000,
+    )  # fmt: skip
+    assert unavailable(report)[2:] == [
+        (0, "a2", 52_000, "b", "assigned", 500, "consumer"),
+        (1, "a2", 52_000, "b", "assigned", 500, "consumer"),
+    ]
+    # a2's t-0 from its last commit (6,000) to its last heartbeat (7,000); its t-1, never
+    # committed, from when it took host-a over (3,000).
+    windows = report["duplicate_consumption"].orderBy("partition").collect()
+    figures = [
+        (w.member_id, w.partition, w.window_start_ms - T0, w.window_ms, w.records) for w in windows
+    ]
+    assert figures == [("a2", 0, 6_000, 1_000, 10), ("a2", 1, 3_000, 4_000, None)]
