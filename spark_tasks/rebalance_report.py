@@ -5,7 +5,10 @@ Theory of operation
 
 The input is the engine's event history (``spark_tasks.schema``), ordered within a group by
 ``seq``. Only six event types matter here: ``StateChanged``, ``GenerationStarted``,
-``MemberJoined``, ``MemberRemoved``, ``StaticMemberReplaced`` and ``AssignmentStored``.
+``MemberJoined``, ``MemberRemoved``, ``StaticMemberReplaced`` and ``AssignmentStored``. The
+rules below are a classic group's; handoff groups (``spark_tasks.handoff``) and consumer
+groups (Kafka 4's protocol, ``spark_tasks.consumer``) have their own, and their rebalances
+join the same tables (``report_tables``).
 
 Rebalance boundaries (``coordinator_engine.classic.state``). A rebalance *starts* when the group
 moves Stable → PreparingRebalance or Empty → PreparingRebalance; its id is that event's ``seq``. It
