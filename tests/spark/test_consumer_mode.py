@@ -7,6 +7,7 @@ timeout, and a second epoch bump before the first was reconciled."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -478,19 +479,23 @@ def test_the_history_rows_carry_the_consumer_events_fields() -> None:
     assert (left["member_id"], left["group_instance_id"]) == ("m", "host-1")
 
 
-def test_the_benchmarks_peers_count_consumer_groups_by_the_same_rules(tmp_path: Any) -> None:
-    """bench/report_peers.py's pandas and DuckDB readings of the rules give the figures worked
-    out above for the groups of the join, the member held past its rebalance timeout, the
-    overlapping bump and the static member back under a new id (each group its own history's
-    figures)."""
-    import importlib.util
-
+def _peers() -> Any:
+    """bench/report_peers.py (the benchmark's folder is no package)."""
     spec = importlib.util.spec_from_file_location(
         "report_peers", ROOT / "bench" / "report_peers.py"
     )
     assert spec is not None and spec.loader is not None
     peers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(peers)
+    return peers
+
+
+def test_the_benchmarks_peers_count_consumer_groups_by_the_same_rules(tmp_path: Any) -> None:
+    """bench/report_peers.py's pandas and DuckDB readings of the rules give the figures worked
+    out above for the groups of the join, the member held past its rebalance timeout, the
+    overlapping bump and the static member back under a new id (each group its own history's
+    figures)."""
+    peers = _peers()
 
     history = History()
     history.add(*two_members().events)
@@ -601,3 +606,50 @@ def test_a_static_member_back_under_a_new_id_is_followed_to_its_session_timeout(
         (w.member_id, w.partition, w.window_start_ms - T0, w.window_ms, w.records) for w in windows
     ]
     assert figures == [("a2", 0, 6_000, 1_000, 10), ("a2", 1, 3_000, 4_000, None)]
+
+
+def test_the_report_and_both_peers_agree_on_random_consumer_churn(
+    spark: SparkSession, tmp_path: Any
+) -> None:
+    """Joins, leaves, crashes, stalled members, static restarts, commits and grown topics at
+    random, several engine calls often in one millisecond: the report's per-group figures and
+    both peers' are the same (the benchmark's comparison, bench/spark_report.py)."""
+    from spark_tasks.rebalance_report import run
+
+    from .consumer_churn import consumer_churn
+
+    history = History()
+    history.add(*consumer_churn(seed=7, groups=6, steps=2_500))
+    directory = history.write(tmp_path / "history")
+    summary = run(spark, directory, tmp_path / "report")
+    peers = _peers()
+    figures = (
+        "rebalances",
+        "completed",
+        "duration_ms",
+        "partitions_moved",
+        "stickiness_mean",
+        "causes",
+        "unavailable_partition_s",
+        "storms",
+    )
+
+    def rounded(value: Any, digits: int) -> Any:
+        if isinstance(value, dict):
+            return {key: rounded(item, digits) for key, item in value.items()}
+        return round(value, digits) if isinstance(value, float) else value
+
+    def cut(groups: dict[str, Any]) -> dict[str, Any]:
+        return {
+            group: {
+                key: rounded(entry[key], 4 if key == "stickiness_mean" else 3) for key in figures
+            }
+            for group, entry in groups.items()
+        }
+
+    spark_figures = cut(summary["groups"])
+    assert sum(entry["rebalances"] for entry in spark_figures.values()) > 100
+    assert sum(entry["unavailable_partition_s"] for entry in spark_figures.values()) > 0
+    assert set(summary["protocols"]) == {"consumer"}
+    assert cut(peers.pandas_report(directory)) == spark_figures
+    assert cut(peers.duckdb_report(directory)) == spark_figures
