@@ -5,13 +5,15 @@ Theory of operation
 ===================
 
 A consumer group (docs/engine.md, "Consumer groups") has no join/sync barrier: the coordinator
-bumps the *group epoch* (``ConsumerGroupEpochBumped``, with its ``cause`` and member), computes
-a target assignment (``ConsumerTargetAssignmentComputed``: the epoch in ``generation_id``, the
-server-side assignor in ``protocol_name``, every member's target in ``assignment``), and each
-member reconciles to it at its own heartbeats, as Kafka's ``CurrentAssignmentBuilder`` moves it:
-it first revokes what left its assignment (``ConsumerPartitionsRevoked``; it stays in
-UNREVOKED_PARTITIONS at its old epoch until its heartbeat no longer lists them), then gets what
-others released (``ConsumerPartitionsAssigned``; UNRELEASED_PARTITIONS while it waits). The
+(Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``) bumps the *group epoch*
+(``ConsumerGroupEpochBumped``, with its ``cause`` and member), computes a target assignment
+(``TargetAssignmentBuilder``; ``ConsumerTargetAssignmentComputed``: the epoch in
+``generation_id``, the server-side assignor in ``protocol_name``, every member's target in
+``assignment``), and each member reconciles to it at its own heartbeats, as Kafka's
+``CurrentAssignmentBuilder`` moves it: it first revokes what left its assignment
+(``ConsumerPartitionsRevoked``; it stays in UNREVOKED_PARTITIONS at its old epoch until its
+heartbeat no longer lists them), then gets what others released
+(``ConsumerPartitionsAssigned``; UNRELEASED_PARTITIONS while it waits). The
 group's state is derived after every change (Kafka's ``ConsumerGroup.maybeUpdateGroupState``):
 Empty, Assigning (the epoch is ahead of the target), Reconciling (a member is not Stable at the
 target epoch), Stable; Dead at deletion. This module turns those events into rows of the
