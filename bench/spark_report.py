@@ -28,15 +28,17 @@ What is measured, per size:
   Spark's figure (the ratios use it), ``compute`` the function alone (reading the Parquet
   included), ``rss`` the process's peak resident memory. DuckDB runs with two threads (the
   machine's cores), pandas on one.
-* equality: every classic group's figures (``PEER_FIGURES``: ``rebalances``, ``completed``,
-  ``duration_ms`` p50/p95/max, ``partitions_moved``, ``stickiness_mean``, ``causes``,
+* equality: every classic and consumer group's figures (``PEER_FIGURES``: ``rebalances``,
+  ``completed``, ``duration_ms`` p50/p95/max, ``partitions_moved``, ``stickiness_mean``, ``causes``,
   ``unavailable_partition_s``, ``storms``) from Spark's ``summary.json`` against each peer's:
   integers and texts exactly, a peer's float within half a unit of the last digit summary.json
   keeps (3 decimals, stickiness 4) plus 1e-6 relative; pandas against DuckDB unrounded, 1e-6
   relative. Any mismatch is printed and the benchmark exits with status 1. The peers implement
-  Kafka's protocol only: the handoff groups (seed 004; those the report's ``rebalances`` table
-  counts as ``handoff``) and the duplicate-consumption figures are the Spark job's alone, not
-  compared, and Spark's time includes that work while the peers' does not.
+  Kafka's protocols, the classic one and the consumer protocol (KIP-848; the report's
+  ``rebalances`` table counts how many groups rebalance by it, ``consumer_groups``): the
+  handoff groups (seed 004; those the report's ``rebalances`` table counts as ``handoff``) and
+  the duplicate-consumption figures are the Spark job's alone, not compared, and Spark's time
+  includes that work while the peers' does not.
 * ``--cluster``: a standalone master and one worker (2 cores, 2 GB) started from PySpark's own
   distribution (``SPARK_HOME`` = the pyspark package, ``bin/spark-class
   org.apache.spark.deploy.master.Master`` / ``...deploy.worker.Worker``) on 127.0.0.1 (port
@@ -290,8 +292,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 #: What the peers compute (bench/report_peers.py): these figures of summary.json, for the
-#: groups that rebalance by Kafka's protocol. A handoff group's rebalances (seed 004) and the
-#: duplicate-consumption figures are the Spark report's alone, so they are not compared.
+#: groups that rebalance by Kafka's protocols (classic and consumer groups). A handoff group's
+#: rebalances (seed 004) and the duplicate-consumption figures are the Spark report's alone, so
+#: they are not compared.
 PEER_FIGURES = (
     "rebalances",
     "completed",
@@ -304,14 +307,20 @@ PEER_FIGURES = (
 )
 
 
-def handoff_groups(report: Path) -> set[str]:
-    """The groups whose rebalances the report counts as handoff ones (its rebalances table)."""
+def groups_of_protocol(report: Path, protocol: str) -> set[str]:
+    """The groups whose rebalances the report counts as ``protocol`` ones (its rebalances
+    table)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     table = pq.read_table(report / "rebalances", columns=["group_id", "rebalance_protocol"])
-    handoff = table.filter(pc.equal(table["rebalance_protocol"], "handoff"))
-    return set(handoff["group_id"].to_pylist())
+    of_protocol = table.filter(pc.equal(table["rebalance_protocol"], protocol))
+    return set(of_protocol["group_id"].to_pylist())
+
+
+def handoff_groups(report: Path) -> set[str]:
+    """The groups whose rebalances the report counts as handoff ones (its rebalances table)."""
+    return groups_of_protocol(report, "handoff")
 
 
 def peer_figures(groups: Mapping[str, Any], handoff: set[str]) -> dict[str, Any]:
@@ -578,6 +587,7 @@ def measure(
 
     handoff = handoff_groups(output)
     figures["spark"]["handoff_groups"] = len(handoff)
+    figures["spark"]["consumer_groups"] = len(groups_of_protocol(output, "consumer"))
     peers: dict[str, dict[str, Any]] = {}
     for name in ("pandas", "duckdb"):
         figures["load_before"][name] = load()

@@ -31,12 +31,23 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from coordinator_engine import CoordinatorConfig
 from coordinator_engine.client import POLL_TIMEOUT_REASON
 from coordinator_engine.events import RemovalReason
 
 from .events import assignments_of, is_type, last_where, so_far
 
-__all__ = ["FORCED_REMOVALS", "classic_holdings", "duplicate_windows", "forced_removals"]
+__all__ = [
+    "CONSUMER_SESSION_TIMEOUT_MS",
+    "FORCED_REMOVALS",
+    "classic_holdings",
+    "duplicate_windows",
+    "forced_removals",
+]
+
+#: A consumer-protocol member's session timeout: the coordinator's, as the engine sets it by
+#: default (the history does not say another).
+CONSUMER_SESSION_TIMEOUT_MS = CoordinatorConfig().consumer_group_session_timeout_ms
 
 FORCED_REMOVALS = tuple(
     reason.value
@@ -107,8 +118,21 @@ def _session_timeouts(history: DataFrame, members: DataFrame) -> DataFrame:
     joins = history.where(F.col("type").isin("MemberJoined", "HandoffMemberJoined")).join(
         F.broadcast(members), ["group_id", "member_id"], "left_semi"
     )
-    return joins.groupBy("group_id", "member_id").agg(
-        F.max_by("session_timeout_ms", "seq").alias("session_timeout_ms")
+    # A consumer group's members (KIP-848) all have the coordinator's session, whether they
+    # joined or took a static member's place.
+    consumer_groups = (
+        history.where(F.col("type") == "ConsumerMemberJoined").select("group_id").distinct()
+    )
+    return (
+        joins.groupBy("group_id", "member_id")
+        .agg(F.max_by("session_timeout_ms", "seq").alias("session_timeout_ms"))
+        .unionByName(
+            members.join(consumer_groups, "group_id", "left_semi").withColumn(
+                "session_timeout_ms", F.lit(CONSUMER_SESSION_TIMEOUT_MS)
+            )
+        )
+        .groupBy("group_id", "member_id")
+        .agg(F.max("session_timeout_ms").alias("session_timeout_ms"))
     )
 
 

@@ -10,7 +10,8 @@ then a grant to its new one. Its events are ``StateChanged`` between seed 004's 
 ``generation_id``, every target in ``assignment``), ``HandoffPartitionsClosing`` / ``Closed`` /
 ``Granted`` / ``Started`` (``member_id`` and ``partitions``), ``HandoffMemberJoined`` and
 ``MemberRemoved``. This module turns them into rows of the report's own tables, so that the
-three ways to rebalance (eager, cooperative, handoff) are compared on the same figures:
+ways to rebalance (eager, cooperative, handoff and, in ``spark_tasks.consumer``, Kafka 4's
+consumer protocol) are compared on the same figures:
 
 - **A handoff rebalance** starts when the group leaves Stable or Initial for Closing or
   Starting (its id is that ``StateChanged``'s ``seq``) and ends at its first move to Stable

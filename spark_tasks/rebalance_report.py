@@ -5,7 +5,10 @@ Theory of operation
 
 The input is the engine's event history (``spark_tasks.schema``), ordered within a group by
 ``seq``. Only six event types matter here: ``StateChanged``, ``GenerationStarted``,
-``MemberJoined``, ``MemberRemoved``, ``StaticMemberReplaced`` and ``AssignmentStored``.
+``MemberJoined``, ``MemberRemoved``, ``StaticMemberReplaced`` and ``AssignmentStored``. The
+rules below are a classic group's; handoff groups (``spark_tasks.handoff``) and consumer
+groups (Kafka 4's protocol, ``spark_tasks.consumer``) have their own, and their rebalances
+join the same tables (``report_tables``).
 
 Rebalance boundaries (``coordinator_engine.classic.state``). A rebalance *starts* when the group
 moves Stable → PreparingRebalance or Empty → PreparingRebalance; its id is that event's ``seq``. It
@@ -94,6 +97,15 @@ from pyspark.sql import functions as F
 
 from coordinator_engine.classic.state import GroupState
 
+from .consumer import (
+    CONSUMER_PROTOCOL,
+    consumer_events,
+    consumer_generations,
+    consumer_holdings,
+    consumer_partition_changes,
+    consumer_rebalances,
+    consumer_unavailability,
+)
 from .duplicates import classic_holdings, duplicate_windows, forced_removals
 from .events import (
     assignments_of,
@@ -887,31 +899,38 @@ def report_tables(
     handoff = materialize("handoff events", history.transform(handoff_events))
     handoffs = materialize("handoff rebalances", handoff.transform(handoff_rebalances))
     held_by_handoff = handoff_holdings(handoff)
+    consumer = materialize("consumer events", history.transform(consumer_events))
+    consumers = materialize("consumer rebalances", consumer.transform(consumer_rebalances))
+    held_by_consumer = consumer_holdings(consumer)
 
     assignments = assignments_of(history)
     timeline = partition_timeline(assignments, assignment_roles(rebalances), member_instances)
     partition_moves = materialize(
         "partition_moves",
-        timeline.transform(partition_changes).unionByName(
-            handoff_partition_changes(handoffs, handoff)
-        ),
+        timeline.transform(partition_changes)
+        .unionByName(handoff_partition_changes(handoffs, handoff))
+        .unionByName(consumer_partition_changes(consumers, consumer)),
     )
     unavailability = materialize(
         "partition_unavailability",
-        timeline.transform(partition_unavailability).unionByName(
-            handoff_unavailability(handoffs, handoff, held_by_handoff)
-        ),
+        timeline.transform(partition_unavailability)
+        .unionByName(handoff_unavailability(handoffs, handoff, held_by_handoff))
+        .unionByName(consumer_unavailability(consumers, consumer, held_by_consumer)),
     )
     # Up to members_after: what a rebalance is before its partitions and storms are counted.
     boundaries = (*_REBALANCE_COLUMNS[: _REBALANCE_COLUMNS.index("partitions_before")], *_KNOWN)
-    both_kinds = rebalances.select(*boundaries).unionByName(
-        handoffs.withColumns(
-            {"before_known": F.lit(True), "after_known": F.col("completed")}
-        ).select(*boundaries)
+    every_kind = (
+        rebalances.select(*boundaries)
+        .unionByName(
+            handoffs.withColumns(
+                {"before_known": F.lit(True), "after_known": F.col("completed")}
+            ).select(*boundaries)
+        )
+        .unionByName(consumers.select(*boundaries))
     )
     complete = materialize(
         "rebalances",
-        both_kinds.transform(with_partition_moves, partition_moves)
+        every_kind.transform(with_partition_moves, partition_moves)
         .transform(with_unavailability, unavailability)
         .transform(with_storms, storm_count, storm_window_ms)
         .select(*_REBALANCE_COLUMNS),
@@ -923,27 +942,28 @@ def report_tables(
     forced_handoff = held_by_handoff.join(
         removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
     )
+    forced_consumer = held_by_consumer.join(
+        removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
+    )
+    held = ["group_id", "member_id", "topic", "partition", "granted_ms", "seq", "at_ms", "reason"]
     holdings = materialize(
         "holdings",
-        classic_holdings(history, removals).unionByName(
-            forced_handoff.select(
-                "group_id",
-                "member_id",
-                "topic",
-                "partition",
-                "granted_ms",
-                "seq",
-                "at_ms",
-                "reason",
-            )
-        ),
+        classic_holdings(history, removals)
+        .unionByName(forced_handoff.select(*held))
+        .unionByName(forced_consumer.select(*held)),
     )
     duplicates = materialize(
         "duplicate_consumption", duplicate_windows(history, holdings, group_protocols)
     )
     return {
         "rebalances": complete,
-        "generations": events.transform(generations_of),
+        "generations": events.transform(generations_of)
+        .join(
+            complete.select("group_id", "rebalance_id", "rebalance_protocol"),
+            ["group_id", "rebalance_id"],
+            "left",
+        )
+        .unionByName(consumer_generations(complete, consumer)),
         "partition_moves": partition_moves,
         "partition_unavailability": unavailability,
         "duplicate_consumption": duplicates,
@@ -1105,6 +1125,20 @@ def _keyed(comparison: DataFrame, key: str) -> dict[str, dict[str, Any]]:
     return {row[key] or "unknown": _figures(row) for row in comparison.orderBy(key).collect()}
 
 
+def _assignor_key(row: Row) -> str:
+    """An assignor's key in summary.json: its name; a consumer group's server-side assignor's
+    with `` (consumer)``, since KIP-848's ``range`` is not the classic client's."""
+    name = row["protocol_name"] or "unknown"
+    if row["rebalance_protocol"] == CONSUMER_PROTOCOL:
+        return f"{name} ({CONSUMER_PROTOCOL})"
+    return str(name)
+
+
+def _assignors(comparison: DataFrame) -> dict[str, dict[str, Any]]:
+    keyed = sorted(((_assignor_key(row), row) for row in comparison.collect()), key=lambda k: k[0])
+    return {key: _figures(row) for key, row in keyed}
+
+
 def build_summary(
     tables: dict[str, DataFrame],
     group_ids: list[str],
@@ -1143,7 +1177,7 @@ def build_summary(
         "groups": {
             group_id: entries.get(group_id) or _no_rebalances() for group_id in sorted(group_ids)
         },
-        "assignors": _keyed(tables["assignors"], "protocol_name"),
+        "assignors": _assignors(tables["assignors"]),
         "protocols": _keyed(tables["protocols"], "rebalance_protocol"),
         "top_members": _top_members(rebalances, top),
         "tables": list(TABLES),

@@ -8,8 +8,9 @@ docs/analysis.md documents every column.
 A dataset is a directory of Parquet files partitioned by day, Hive style
 (``DIR/day=2026-11-24/part-….parquet``); ``day`` is the UTC date of ``at_ms``. Columns an event
 type does not have are null. Each event's fields land in typed columns, so a job never parses
-JSON; the only field not carried is ``AssignmentStored.assignments`` (the raw assignment bytes,
-hex), whose decoded form is ``assignment``.
+JSON. Not carried: ``AssignmentStored.assignments`` (the raw assignment bytes, hex), whose
+decoded form is ``assignment``, and what a consumer-protocol member says of itself beyond its
+instance id and timeouts (rack, subscription, preferred assignor).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pyarrow as pa
 
 __all__ = [
     "HISTORY_SCHEMA",
+    "NESTED_FIELDS",
     "PARTITION_COLUMN",
     "RENAMED_FIELDS",
     "SCHEMA_VERSION",
@@ -30,9 +32,12 @@ __all__ = [
     "table_of",
 ]
 
-#: 2: ``cause`` and ``cause_member_id`` (the engine's rebalance causes, as data). A history of
-#: version 1 lacks them: the report refuses it, naming the columns (docs/analysis.md).
-SCHEMA_VERSION = 2
+#: 2: ``cause`` and ``cause_member_id`` (the engine's rebalance causes, as data). 3: the
+#: consumer-protocol events (KIP-848) carried whole: ``member_epoch`` and
+#: ``previous_member_epoch``, their partitions and target assignments in the nested columns.
+#: A history of an older version lacks columns: the report refuses it, naming them; a version 2
+#: history's consumer events had lost their partitions (docs/analysis.md).
+SCHEMA_VERSION = 3
 PARTITION_COLUMN = "day"
 
 _TOPIC_PARTITION = pa.struct([("topic", pa.string()), ("partition", pa.int32())])
@@ -87,18 +92,47 @@ HISTORY_SCHEMA = pa.schema(
             ),
         ),
         pa.field("tombstoned", pa.bool_()),
+        pa.field("member_epoch", pa.int32()),
+        pa.field("previous_member_epoch", pa.int32()),
     ],
     metadata={"rebalance_lab.history_schema": str(SCHEMA_VERSION)},
 )
 
 #: Event fields that land in a column of another name, (field, column), where the event has no
 #: field of the column's name: StaticMemberReplaced's new member is the member the event is
-#: about; a handoff plan's epoch is its generation.
-RENAMED_FIELDS = (("new_member_id", "member_id"), ("epoch", "generation_id"))
+#: about; a handoff plan's epoch, and a consumer group's epoch (bumped, or of a target
+#: assignment), is its generation; a consumer-protocol member's ``instance_id`` is its
+#: ``group_instance_id`` (KIP-345 either way); a target assignment's server-side ``assignor`` is
+#: the protocol it was computed with.
+RENAMED_FIELDS = (
+    ("new_member_id", "member_id"),
+    ("epoch", "generation_id"),
+    ("instance_id", "group_instance_id"),
+    ("assignor", "protocol_name"),
+)
+
+#: Event fields that become a list<struct> column, by event type: (field, column). A mapping
+#: member id -> [[topic, partition], ...] becomes ``assignment`` rows (member_id, topic,
+#: partition), a member without partitions giving none; a list of [topic, partition] or
+#: [topic, partition, offset] becomes ``partitions`` or ``offsets`` rows.
+NESTED_FIELDS = {
+    "AssignmentStored": ("partitions", "assignment"),
+    "HandoffPlanMade": ("assignment", "assignment"),
+    "ConsumerTargetAssignmentComputed": ("assignment", "assignment"),
+    "OffsetsRemoved": ("partitions", "partitions"),
+    "HandoffPartitionsClosing": ("partitions", "partitions"),
+    "HandoffPartitionsClosed": ("partitions", "partitions"),
+    "HandoffPartitionsGranted": ("partitions", "partitions"),
+    "HandoffPartitionsStarted": ("partitions", "partitions"),
+    "ConsumerPartitionsRevoked": ("partitions", "partitions"),
+    "ConsumerPartitionsAssigned": ("partitions", "partitions"),
+    "OffsetsCommitted": ("offsets", "offsets"),
+}
 
 _COLUMNS = tuple(HISTORY_SCHEMA.names)
+_NESTED_COLUMNS = frozenset({"assignment", "partitions", "offsets"})
 # Event fields copied as they are (same name, same meaning).
-_PLAIN = frozenset(_COLUMNS) - {"assignment", "partitions", "offsets", "member_id"}
+_PLAIN = frozenset(_COLUMNS) - _NESTED_COLUMNS - {"member_id"}
 
 
 def day_of(at_ms: int) -> str:
@@ -123,24 +157,25 @@ def row_of(event: Mapping[str, Any]) -> dict[str, Any]:
     for field, column in RENAMED_FIELDS:
         if field in event and column not in event:
             row[column] = event[field]
-    kind = event["type"]
-    if kind in ("AssignmentStored", "HandoffPlanMade"):
-        key = "partitions" if kind == "AssignmentStored" else "assignment"
-        partitions = event.get(key)
-        if partitions is not None:
-            row["assignment"] = [
-                {"member_id": member, "topic": topic, "partition": partition}
-                for member, owned in partitions.items()
-                for topic, partition in owned
-            ]
-    elif kind == "OffsetsRemoved" or kind.startswith("HandoffPartitions"):
-        row["partitions"] = [
-            {"topic": topic, "partition": partition} for topic, partition in event["partitions"]
+    nested = NESTED_FIELDS.get(event["type"])
+    if nested is None:
+        return row
+    field, column = nested
+    value = event.get(field)
+    if value is None:
+        return row
+    if column == "assignment":
+        row[column] = [
+            {"member_id": member, "topic": topic, "partition": partition}
+            for member, owned in value.items()
+            for topic, partition in owned
         ]
-    elif kind == "OffsetsCommitted":
-        row["offsets"] = [
+    elif column == "partitions":
+        row[column] = [{"topic": topic, "partition": partition} for topic, partition in value]
+    else:
+        row[column] = [
             {"topic": topic, "partition": partition, "offset": offset}
-            for topic, partition, offset in event["offsets"]
+            for topic, partition, offset in value
         ]
     return row
 

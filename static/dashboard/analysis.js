@@ -4,6 +4,7 @@
 // every thirty otherwise. Charts are D3 (vendored from npm, as on the other pages).
 
 import { getJSON, postJSON, setText } from "./common.js";
+import { protocolRows } from "./protocols.js";
 
 const d3 = window.d3;
 const groupId = JSON.parse(document.getElementById("analysis-group-id").textContent);
@@ -224,10 +225,12 @@ function renderReport(body) {
     const assignors = Object.entries(summary.assignors || {}).map(([label, f]) => ({ label, f }));
     barChart(document.querySelector('[data-chart="assignor-moved"]'), assignors.map(({ label, f }) => ({ label, value: f.partitions_moved_mean || 0 })), { title: "Partitions moved per rebalance (mean)", format: (v) => decimal(v) });
     barChart(document.querySelector('[data-chart="assignor-unavailable"]'), assignors.map(({ label, f }) => ({ label, value: f.unavailable_partition_s_mean || 0 })), { title: "Partition-unavailable s per rebalance (mean)", format: (v) => decimal(v, 2), colour: () => "#c0392b" });
-    fillTable(document.querySelector(".protocols"), Object.entries(summary.protocols || {}), ([name, f]) => [
-      name, number(f.rebalances), decimal(f.duration_ms.p50, 0), decimal(f.duration_ms.p95, 0), decimal(f.partitions_moved_mean), decimal(f.stickiness_mean, 3), decimal(f.unavailable_partition_s_mean, 2),
-      number(f.duplicate_windows ?? 0), number(f.duplicate_records ?? 0),
-    ]);
+    fillTable(document.querySelector(".protocols"), protocolRows(summary.protocols), ({ label, figures: f }) => f === null
+      ? [label, number(0), "—", "—", "—", "—", "—", "—", "—"]
+      : [
+        label, number(f.rebalances), decimal(f.duration_ms.p50, 0), decimal(f.duration_ms.p95, 0), decimal(f.partitions_moved_mean), decimal(f.stickiness_mean, 3), decimal(f.unavailable_partition_s_mean, 2),
+        number(f.duplicate_windows ?? 0), number(f.duplicate_records ?? 0),
+      ]);
     const groups = Object.entries(summary.groups || {}).sort((a, b) => b[1].rebalances - a[1].rebalances);
     fillTable(document.querySelector(".report-groups"), groups, ([id, g]) => [
       link(`/analysis/groups/${encodeURIComponent(id)}/`, id), number(g.rebalances), decimal(g.duration_ms.p50, 0), decimal(g.duration_ms.p95, 0), decimal(g.duration_ms.max, 0), number(g.partitions_moved), decimal(g.unavailable_partition_s), number(g.storms), number(g.duplicate_windows ?? 0), mainCause(g.causes),

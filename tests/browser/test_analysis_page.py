@@ -99,7 +99,28 @@ def test_the_analysis_page_draws_a_spark_report(
     )
     groups = page.locator('[data-testid="report-groups"] tbody tr')
     assert groups.count() == len(summary["groups"])
-    expect(page.get_by_test_id("protocols")).to_contain_text("cooperative")
+    # The four ways to rebalance side by side, those without rebalances in this history too.
+    protocols = page.locator('[data-testid="protocols"] tbody tr')
+    four = ("eager", "cooperative", "handoff", "consumer")
+    others = sorted(set(summary["protocols"]) - set(four))
+    assert protocols.count() == len(four) + len(others)
+    for row, (key, label) in enumerate(
+        zip(
+            (*four, *others),
+            (
+                "eager (classic)",
+                "cooperative (KIP-429)",
+                "handoff (seed 004)",
+                "consumer (KIP-848)",
+                *others,
+            ),
+            strict=True,
+        )
+    ):
+        cells = protocols.nth(row).locator("td")
+        expect(cells.nth(0)).to_have_text(label)
+        figures = summary["protocols"].get(key)
+        expect(cells.nth(1)).to_have_text(f"{figures['rebalances'] if figures else 0:,}")
     expect(page.get_by_test_id("report-progress")).to_be_hidden()
     assert_tables_fit(page)
     shots(page, "all-groups")

@@ -67,6 +67,8 @@ def test_the_spark_schema_spells_out_the_parquet_contract_and_its_day_partition(
                 T.ArrayType(structure(("topic", text), ("partition", integer), ("offset", long))),
             ),
             column("tombstoned", boolean),
+            column("member_epoch", integer),
+            column("previous_member_epoch", integer),
             column("day", text),
         ]
     )

@@ -333,9 +333,9 @@ def test_the_export_holds_every_stored_event_as_a_row_partitioned_by_day(tmp_pat
     for path in (tmp_path / "history").glob("day=*/*.parquet"):
         schema = pq.read_schema(path)
         assert schema.equals(HISTORY_SCHEMA)  # lists' items are named "element" in Parquet
-        assert schema.metadata == {b"rebalance_lab.history_schema": b"2"}
+        assert schema.metadata == {b"rebalance_lab.history_schema": b"3"}
     assert manifest(tmp_path / "history") == {
-        "schema_version": 2,
+        "schema_version": 3,
         "last_seq": 7,
         "events": 7,
         "files": 2,
@@ -399,7 +399,7 @@ def test_files_of_an_export_that_crashed_are_written_again_not_counted_twice(
         events=4, files=2, last_seq=7, total_events=7
     )
     assert read_back(tmp_path) == EXPECTED_FIRST
-    assert manifest(tmp_path) == {"schema_version": 2, "last_seq": 7, "events": 7, "files": 4}
+    assert manifest(tmp_path) == {"schema_version": 3, "last_seq": 7, "events": 7, "files": 4}
     assert not list(tmp_path.glob("day=*/.*"))
 
 
@@ -430,10 +430,10 @@ def test_an_empty_history_exports_nothing_and_marks_the_directory(tmp_path: Path
             lambda d: (
                 d.mkdir(),
                 (d / "_export.json").write_text(
-                    '{"schema_version": 1, "last_seq": 0, "events": 0, "files": 0}'
+                    '{"schema_version": 2, "last_seq": 0, "events": 0, "files": 0}'
                 ),
             ),
-            "is of history schema version 1; this export writes version 2",
+            "is of history schema version 2; this export writes version 3",
         ),
     ],
 )

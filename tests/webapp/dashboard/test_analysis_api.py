@@ -108,3 +108,57 @@ async def test_the_pages_render_for_all_groups_and_one(client: AsyncClient) -> N
     assert housekeeping.status_code == 200
     group_page = await client.get("/groups/orders/")
     assert b'href="/analysis/groups/orders/"' in group_page.content
+
+
+async def test_a_report_of_the_four_modes_reaches_the_page_whole(
+    client: AsyncClient, tmp_path: Path
+) -> None:
+    """The consumer protocol's rebalances (KIP-848) are plotted like the others, and the
+    summary's comparison of the four modes is the page's as the report wrote it."""
+    output = tmp_path / "run-1"
+    (output / "rebalances").mkdir(parents=True)
+    (output / "storms").mkdir()
+    pq.write_table(
+        pa.table(
+            {
+                "group_id": ["classic", "c"],
+                "start_ms": [1_000, 2_000],
+                "duration_ms": [300, 400],
+                "cause": ["member_joined", "member_joined"],
+                "protocol_name": ["range", "uniform"],
+                "rebalance_protocol": ["eager", "consumer"],
+                "unavailable_partition_ms": [600, 300],
+            }
+        ),
+        output / "rebalances" / "part-0.parquet",
+    )
+    pq.write_table(
+        pa.table(
+            {"group_id": pa.array([], pa.string()), "first_start_ms": pa.array([], pa.int64())}
+        ),
+        output / "storms" / "part-0.parquet",
+    )
+    protocols = {
+        mode: {"rebalances": n, "duration_ms": {"p50": 1.0, "p95": 2.0, "max": 3}}
+        for mode, n in (("eager", 1), ("cooperative", 0), ("handoff", 0), ("consumer", 1))
+    }
+    summary = {**SUMMARY, "protocols": protocols, "assignors": {"uniform (consumer)": {}}}
+    await sync_to_async(ReportRun.objects.create)(
+        status=ReportRun.Status.SUCCEEDED,
+        finished_at=timezone.now(),
+        summary=summary,
+        output_dir=str(output),
+    )
+    body = (await client.get("/api/analysis")).json()
+    assert list(body["report"]["summary"]["protocols"]) == [
+        "eager",
+        "cooperative",
+        "handoff",
+        "consumer",
+    ]
+    assert [
+        (r["group_id"], r["rebalance_protocol"], r["protocol_name"], r["unavailable_partition_ms"])
+        for r in body["rebalances"]
+    ] == [("classic", "eager", "range", 600), ("c", "consumer", "uniform", 300)]
+    one = (await client.get("/api/analysis/groups/c")).json()
+    assert [r["rebalance_protocol"] for r in one["rebalances"]] == ["consumer"]
