@@ -7,7 +7,9 @@ The generator's counts that matter here, and why they are independent of the rep
 generator counts ``generations`` when its simulated members get SyncGroup answered NONE for a
 new generation, ``admin_rebalances`` when ``trigger_rebalance`` returns NONE,
 ``admin_removals`` when an admin's LeaveGroup by instance id removes a member,
-``static_restarts`` when it restarts a static member; the events are the engine's.
+``static_restarts`` when it restarts a static member; in a consumer-protocol group,
+``generations`` counts the epochs at which one of its members held its whole target; the
+events are the engine's.
 """
 
 from __future__ import annotations
@@ -43,9 +45,9 @@ def generated(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def _raw_counts(directory: Path) -> Counter[tuple[str, str]]:
-    """(group, kind) -> events, straight from the Parquet files: AssignmentStored events, and
-    StateChanged events into Stable (kind ``Stable``), those from a handoff's Closing or
-    Starting too (kind ``handoff Stable``)."""
+    """(group, kind) -> events, straight from the Parquet files: AssignmentStored and
+    ConsumerGroupEpochBumped events, and StateChanged events into Stable (kind ``Stable``),
+    those from a handoff's Closing or Starting too (kind ``handoff Stable``)."""
     columns = ("group_id", "type", "from_state", "to_state")
     table = ds.dataset(directory, format="parquet", partitioning="hive").to_table(
         columns=list(columns)
@@ -54,7 +56,7 @@ def _raw_counts(directory: Path) -> Counter[tuple[str, str]]:
     for group_id, kind, from_state, to_state in zip(
         *(table.column(c).to_pylist() for c in columns), strict=True
     ):
-        if kind == "AssignmentStored":
+        if kind in ("AssignmentStored", "ConsumerGroupEpochBumped"):
             counts[group_id, kind] += 1
         elif kind == "StateChanged" and to_state == "Stable":
             counts[group_id, "Stable"] += 1
@@ -89,6 +91,18 @@ def test_completed_rebalances_are_the_generations_the_members_saw(
     history, summary, raw = generated
     for group_id, group in _groups(history).items():
         entry = summary["groups"][group_id]
+        if group.consumer:
+            # A consumer-protocol rebalance starts at an epoch bump when none is open (a bump
+            # while one is open restarts it) and completes at the group's next move to Stable:
+            # at most one per bump, and one per move to Stable. Members hold their whole
+            # target at most at every epoch the group was bumped to.
+            assert 0 < entry["rebalances"] <= raw[group_id, "ConsumerGroupEpochBumped"]
+            assert 0 < entry["completed"] <= min(entry["rebalances"], raw[group_id, "Stable"])
+            assert 0 < group.generations <= raw[group_id, "ConsumerGroupEpochBumped"]
+            assert sum(entry["causes"].values()) == entry["rebalances"], group_id
+            assert set(entry["causes"]) <= set(CAUSES), group_id
+            assert entry["duration_ms"]["max"] is not None, group_id
+            continue
         if group.handoff:
             # A handoff group enters Stable from Closing or Starting only at the end of a
             # handoff rebalance, which started when it left Stable (or Initial): each such
@@ -117,9 +131,12 @@ def test_completed_rebalances_are_the_generations_the_members_saw(
         assert set(entry["causes"]) <= set(CAUSES), group_id
         # A duration exists exactly for completed rebalances.
         assert (entry["duration_ms"]["max"] is None) == (group.generations == 0), group_id
-    assert summary["totals"]["completed"] == sum(
-        g.generations for g in history.groups if not g.handoff
-    ) + sum(raw[g.group_id, "handoff Stable"] for g in history.groups if g.handoff)
+    classic = [g for g in history.groups if not g.handoff and not g.consumer]
+    assert summary["totals"]["completed"] == (
+        sum(g.generations for g in classic)
+        + sum(raw[g.group_id, "handoff Stable"] for g in history.groups if g.handoff)
+        + sum(summary["groups"][g.group_id]["completed"] for g in history.groups if g.consumer)
+    )
 
 
 def test_the_offsets_only_job_never_rebalances(
@@ -174,18 +191,30 @@ def test_every_assignor_and_both_protocols_are_compared(
     generated: Generated,
 ) -> None:
     history, summary, _ = generated
-    rebalancing = [g for g in history.groups if g.generations > 0 and not g.handoff]
+    rebalancing = [
+        g for g in history.groups if g.generations > 0 and not g.handoff and not g.consumer
+    ]
     assignors = {g.assignor for g in rebalancing}
     assert assignors == {"range", "roundrobin", "sticky", "cooperative-sticky"}
     handoff = [g for g in history.groups if g.handoff]
     # A handoff group's rebalances are keyed "handoff", as assignor and as protocol.
     assert summary["assignors"]["handoff"]["groups"] == len(handoff) == 2
     assert summary["protocols"]["handoff"]["groups"] == len(handoff)
-    assignors_and_handoff = assignors | {"handoff"}
+    # A consumer group's, by the coordinator's assignor its members ask for, marked as the
+    # consumer protocol's (KIP-848's range is not the classic range), and as "consumer".
+    consumer = [g for g in history.groups if g.consumer]
+    server_assignors = {f"{g.assignor} (consumer)" for g in consumer}
+    assert server_assignors == {"range (consumer)", "uniform (consumer)"}
+    for key in server_assignors:
+        assert summary["assignors"][key]["groups"] == sum(
+            1 for g in consumer if f"{g.assignor} (consumer)" == key
+        ), key
+    assert summary["protocols"]["consumer"]["groups"] == len(consumer) == 3
+    named = assignors | {"handoff"} | server_assignors
     # A completed generation's GenerationStarted names the protocol the members agreed on,
     # their first assignor (GroupSummary.assignor); the report keys rebalances by it. Only a
     # rebalance with no generation before or in it has none ("unknown").
-    assert assignors_and_handoff <= set(summary["assignors"]) <= assignors_and_handoff | {"unknown"}
+    assert named <= set(summary["assignors"]) <= named | {"unknown"}
     for assignor in assignors:
         # Every member of a group offers the same assignors, so all its generations use one.
         expected = sum(1 for g in rebalancing if g.assignor == assignor)
@@ -201,18 +230,22 @@ def test_every_assignor_and_both_protocols_are_compared(
         assert figures["completed"] == sum(g.generations for g in groups), protocol
 
 
-def test_the_three_modes_are_compared_on_the_same_workload(
+def test_the_four_modes_are_compared_on_the_same_workload(
     generated: Generated,
 ) -> None:
     history, summary, _ = generated
-    twins = {"orders-range": "orders-handoff", "inventory-coop": "inventory-handoff"}
+    workloads = (
+        ("orders-range", "orders-handoff", "orders-consumer"),
+        ("inventory-coop", "inventory-handoff", "inventory-consumer"),
+    )
     groups = _groups(history)
-    for classic, handoff in twins.items():
-        # The same topics, member counts and churn: both rebalance, both lose members.
-        assert groups[classic].crashes > 0 and groups[handoff].crashes > 0
-        assert summary["groups"][classic]["rebalances"] > 0
-        assert summary["groups"][handoff]["rebalances"] > 0
-    for mode in ("eager", "cooperative", "handoff"):
+    for workload in workloads:
+        # The same topics, member counts and churn: all rebalance, all lose members.
+        for group_id in workload:
+            assert groups[group_id].crashes > 0, group_id
+            assert summary["groups"][group_id]["rebalances"] > 0, group_id
+    assert set(summary["protocols"]) == {"eager", "cooperative", "handoff", "consumer"}
+    for mode in ("eager", "cooperative", "handoff", "consumer"):
         figures = summary["protocols"][mode]
         assert figures["completed"] > 0, mode
         # Members crash in every mode, holding what they consumed since their last commit.

@@ -27,7 +27,8 @@ from django.core.management import call_command
 from coordinator_engine import GroupCoordinator, SqliteLog
 from coordinator_engine.client import CLOSE_REASON
 from coordinator_engine.events import CONSUMER_EVENT_TYPES, HANDOFF_EVENT_TYPES
-from spark_tasks.schema import HISTORY_SCHEMA
+from spark_tasks.schema import HISTORY_SCHEMA, table_of
+from tests.spark.consumer_churn import consumer_churn
 from webapp.analysis.export import HistoryDirError
 from webapp.simulation.history import (
     GeneratedHistory,
@@ -35,6 +36,7 @@ from webapp.simulation.history import (
     generate_history,
     record_log_path,
 )
+from webapp.simulation.history.rows import HistoryRows
 
 ROOT = Path(__file__).resolve().parents[3]
 EVENTS = 25_000
@@ -413,3 +415,21 @@ def test_the_command_writes_record_logs_when_asked(tmp_path: Path) -> None:
         "coordinator-0.db",
         "coordinator-1.db",
     ]
+
+
+def test_the_generators_rows_are_the_rows_row_of_makes() -> None:
+    """``HistoryRows`` gathers rows a column at a time as events are emitted; they must be the
+    rows ``spark_tasks.schema.row_of`` makes of the same events' JSON (the contract the report
+    reads), consumer-protocol events included: their partitions, targets, epochs, instance
+    ids and assignors."""
+    events = consumer_churn(seed=5, groups=2, steps=400)
+    assert {type(e).__name__ for e in events} >= set(CONSUMER_EVENT_TYPES)
+    gathered = HistoryRows()
+    for event in events:
+        gathered.add(event)
+    table = gathered.table(1)
+    expected = table_of(
+        {**event.to_json(), "seq": seq, "prev_seq": 0} for seq, event in enumerate(events, 1)
+    )
+    assert table.schema.equals(expected.schema)
+    assert table.to_pylist() == expected.to_pylist()

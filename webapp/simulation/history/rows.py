@@ -14,37 +14,17 @@ from coordinator_engine.events import (
     CONSUMER_EVENT_TYPES,
     EVENT_TYPES,
     HANDOFF_EVENT_TYPES,
-    AssignmentStored,
-    ConsumerPartitionsAssigned,
-    ConsumerPartitionsRevoked,
-    ConsumerTargetAssignmentComputed,
     GroupEvent,
-    HandoffPartitionsClosed,
-    HandoffPartitionsClosing,
-    HandoffPartitionsGranted,
-    HandoffPartitionsStarted,
-    HandoffPlanMade,
-    OffsetsCommitted,
-    OffsetsRemoved,
 )
-from spark_tasks.schema import HISTORY_SCHEMA, RENAMED_FIELDS
+from spark_tasks.schema import HISTORY_SCHEMA, NESTED_FIELDS, RENAMED_FIELDS
 
 #: Columns an event does not fill as they are: the nested ones, and those the table numbers.
 _DERIVED_COLUMNS = frozenset({"seq", "prev_seq", "type", "assignment", "partitions", "offsets"})
-#: Event types whose nested field becomes a list<struct> column: (field, column).
-_NESTED = {
-    AssignmentStored: ("partitions", "assignment"),
-    OffsetsRemoved: ("partitions", "partitions"),
-    OffsetsCommitted: ("offsets", "offsets"),
-    HandoffPlanMade: ("assignment", "assignment"),
-    HandoffPartitionsClosing: ("partitions", "partitions"),
-    HandoffPartitionsClosed: ("partitions", "partitions"),
-    HandoffPartitionsGranted: ("partitions", "partitions"),
-    HandoffPartitionsStarted: ("partitions", "partitions"),
-    ConsumerTargetAssignmentComputed: ("assignment", "assignment"),
-    ConsumerPartitionsRevoked: ("partitions", "partitions"),
-    ConsumerPartitionsAssigned: ("partitions", "partitions"),
-}
+#: Every event type, by its name.
+_EVENT_CLASSES = {**EVENT_TYPES, **HANDOFF_EVENT_TYPES, **CONSUMER_EVENT_TYPES}
+#: Event types whose nested field becomes a list<struct> column: (field, column), as
+#: ``row_of`` makes them (``NESTED_FIELDS``).
+_NESTED = {_EVENT_CLASSES[name]: nested for name, nested in NESTED_FIELDS.items()}
 
 
 def _copied(cls: type[GroupEvent]) -> tuple[tuple[str, str], ...]:
@@ -155,11 +135,7 @@ class HistoryRows:
     per event (which was most of the cost of a row)."""
 
     def __init__(self) -> None:
-        self.of_type = {
-            cls: RowsOfType(cls)
-            for types in (EVENT_TYPES, HANDOFF_EVENT_TYPES, CONSUMER_EVENT_TYPES)
-            for cls in types.values()
-        }
+        self.of_type = {cls: RowsOfType(cls) for cls in _EVENT_CLASSES.values()}
         self.count = 0
 
     def __len__(self) -> int:
