@@ -70,7 +70,7 @@ from pyspark.sql import functions as F
 
 from coordinator_engine.consumer.state import ConsumerGroupState, MemberState
 
-from .events import before, in_group, is_type, last_where, report_cause, so_far
+from .events import before, in_group, is_type, last_where, member_partitions, report_cause, so_far
 
 __all__ = [
     "CONSUMER_PROTOCOL",
@@ -439,24 +439,6 @@ def consumer_partition_changes(rebalances: DataFrame, events: DataFrame) -> Data
     )
 
 
-def _member_partitions(events: DataFrame, kind: str) -> DataFrame:
-    """One row per partition of each ``kind`` event: group_id, seq, at_ms, member_id,
-    rebalance_id, topic, partition."""
-    return (
-        events.where(is_type(kind))
-        .select(
-            "group_id",
-            "seq",
-            "at_ms",
-            "member_id",
-            "rebalance_id",
-            F.explode("partitions").alias("_tp"),
-        )
-        .select("*", F.col("_tp.topic").alias("topic"), F.col("_tp.partition").alias("partition"))
-        .drop("_tp")
-    )
-
-
 def consumer_holdings(events: DataFrame) -> DataFrame:
     """The partitions each member held when it was removed (module docstring), with
     ``pending`` (it had been told to revoke it): ``group_id``, ``member_id``, ``topic``,
@@ -474,10 +456,10 @@ def consumer_holdings(events: DataFrame) -> DataFrame:
         )
 
     moves = by_owner(
-        _member_partitions(events, "ConsumerPartitionsAssigned")
+        member_partitions(events, "ConsumerPartitionsAssigned")
         .withColumn("_assigned", F.lit(True))
         .unionByName(
-            _member_partitions(events, "ConsumerPartitionsRevoked").withColumn(
+            member_partitions(events, "ConsumerPartitionsRevoked").withColumn(
                 "_assigned", F.lit(False)
             )
         )
@@ -561,11 +543,11 @@ def consumer_unavailability(
     tp = ["group_id", "topic", "partition"]
     columns = ["group_id", "seq", "at_ms", "member_id", "rebalance_id", "topic", "partition"]
     revoked = (
-        _member_partitions(events, "ConsumerPartitionsRevoked")
+        member_partitions(events, "ConsumerPartitionsRevoked")
         .unionByName(holdings.where(~F.col("pending")).select(*columns))
         .withColumn("_assign", F.lit(False))
     )
-    assigned_rows = _member_partitions(events, "ConsumerPartitionsAssigned").withColumn(
+    assigned_rows = member_partitions(events, "ConsumerPartitionsAssigned").withColumn(
         "_assign", F.lit(True)
     )
     later = (

@@ -1,6 +1,7 @@
 """What the report's modules read of the history's events alike: an event's type, one group's
 events in ``seq`` order (the window every per-event column is computed over), the rows of the
-assignments, and the report's name of each rebalance cause the engine says."""
+assignments and of the partitions an event names, and the report's name of each rebalance
+cause the engine says."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ __all__ = [
     "in_group",
     "is_type",
     "last_where",
+    "member_partitions",
     "report_cause",
     "so_far",
 ]
@@ -75,4 +77,22 @@ def assignments_of(history: DataFrame, *carried: str) -> DataFrame:
             F.col("_owned.member_id").alias("member_id"),
             *carried,
         )
+    )
+
+
+def member_partitions(events: DataFrame, kind: str) -> DataFrame:
+    """One row per partition of each ``kind`` event (its ``partitions``): group_id, seq,
+    at_ms, member_id, rebalance_id, topic, partition."""
+    return (
+        events.where(is_type(kind))
+        .select(
+            "group_id",
+            "seq",
+            "at_ms",
+            "member_id",
+            "rebalance_id",
+            F.explode("partitions").alias("_tp"),
+        )
+        .select("*", F.col("_tp.topic").alias("topic"), F.col("_tp.partition").alias("partition"))
+        .drop("_tp")
     )

@@ -45,7 +45,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .events import before, in_group, is_type, last_where, report_cause, so_far
+from .events import before, in_group, is_type, last_where, member_partitions, report_cause, so_far
 
 __all__ = [
     "HANDOFF_PROTOCOL",
@@ -284,33 +284,15 @@ def handoff_partition_changes(rebalances: DataFrame, events: DataFrame) -> DataF
     )
 
 
-def _member_partitions(events: DataFrame, kind: str) -> DataFrame:
-    """One row per partition of each ``kind`` event: group_id, seq, at_ms, member_id,
-    rebalance_id, topic, partition."""
-    return (
-        events.where(is_type(kind))
-        .select(
-            "group_id",
-            "seq",
-            "at_ms",
-            "member_id",
-            "rebalance_id",
-            F.explode("partitions").alias("_tp"),
-        )
-        .select("*", F.col("_tp.topic").alias("topic"), F.col("_tp.partition").alias("partition"))
-        .drop("_tp")
-    )
-
-
 def handoff_holdings(events: DataFrame) -> DataFrame:
     """The partitions each member held when it was removed: granted to it and not closed by it
     since (``group_id``, ``member_id``, ``topic``, ``partition``, ``granted_ms``, and the
     removal's ``seq``, ``at_ms``, ``rebalance_id``, ``reason``)."""
     moves = (
-        _member_partitions(events, "HandoffPartitionsGranted")
+        member_partitions(events, "HandoffPartitionsGranted")
         .withColumn("_granted", F.lit(True))
         .unionByName(
-            _member_partitions(events, "HandoffPartitionsClosed").withColumn(
+            member_partitions(events, "HandoffPartitionsClosed").withColumn(
                 "_granted", F.lit(False)
             )
         )
@@ -347,11 +329,11 @@ def handoff_unavailability(
     tp = ["group_id", "topic", "partition"]
     columns = ["group_id", "seq", "at_ms", "member_id", "rebalance_id", "topic", "partition"]
     revoked = (
-        _member_partitions(events, "HandoffPartitionsClosing")
+        member_partitions(events, "HandoffPartitionsClosing")
         .unionByName(holdings.select(*columns))
         .withColumn("_grant", F.lit(False))
     )
-    granted = _member_partitions(events, "HandoffPartitionsGranted").withColumn(
+    granted = member_partitions(events, "HandoffPartitionsGranted").withColumn(
         "_grant", F.lit(True)
     )
     later = (
