@@ -54,7 +54,15 @@ from typing import Any, TypeVar, cast, overload
 from .classic import ClassicGroupManager, GroupView
 from .config import CoordinatorConfig
 from .consumer import ConsumerGroupManager, ConsumerGroupView
-from .context import CoordinatorContext, Group, GroupManager, Handler, Record, TimerKey
+from .context import (
+    CoordinatorContext,
+    Group,
+    GroupManager,
+    GroupSummary,
+    Handler,
+    Record,
+    TimerKey,
+)
 from .errors import CoordinatorError, Errors, ReplayError, error_code_of
 from .events import GroupEvent
 from .handoff import HandoffGroupManager, HandoffGroupView
@@ -354,6 +362,17 @@ class GroupCoordinator:
         """Whether the handoff groups' partition store is reachable
         (`set_partition_store_available`)."""
         return self._handoff.partition_store_available
+
+    def group_kind(self, group_id: str) -> str | None:
+        """The kind of a group (``classic``, ``handoff``, ``consumer``); None if there is none."""
+        group = self._groups.get(group_id)
+        return None if group is None else group.kind
+
+    def group_summaries(self) -> list[GroupSummary]:
+        """Every group in one line (`GroupSummary`: kind, state, generation, protocol, member
+        count), in the order the groups were made: what a host reads of all groups at once,
+        without copying their members as `group` does."""
+        return [group.summary() for group in self._groups.values()]
 
     def group_ids(self) -> list[str]:
         """Ids of every group this coordinator holds, sorted."""
