@@ -1,0 +1,249 @@
+"""``GET /metrics`` (webapp.dashboard.metrics): the per-group text its fast writer produces is
+byte for byte what prometheus_client's ``generate_latest`` writes for the same families; a
+served runtime's groups, counters and requests read back from a scrape; who may scrape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.http import HttpResponse
+from django.test import AsyncClient, RequestFactory
+from prometheus_client import generate_latest
+from prometheus_client.core import CollectorRegistry, Metric
+from prometheus_client.registry import Collector
+
+from coordinator_engine import MemberIdentity
+from tests.engine.consumer_harness import ConsumerContext
+from tests.engine.harness import Context
+from tests.engine.test_handoff import HandoffContext
+from tests.webapp.helpers import Client, commit_offsets, stable_group
+from webapp.dashboard.metrics import (
+    GROUP_STATES,
+    GroupSample,
+    group_families,
+    metrics,
+    parse_counts,
+    write_groups,
+)
+from webapp.runtime.clock import ManualClock
+from webapp.runtime.coordinator_runtime import CoordinatorRuntime
+from webapp.runtime.metrics import RebalanceCounts
+
+Counts = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+class _Families(Collector):
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Any:
+        return iter(self.families)
+
+
+def _samples(coords_and_counts: list[tuple[Any, RebalanceCounts]]) -> list[GroupSample]:
+    samples = []
+    for lag, (coord, counts) in enumerate(coords_and_counts):
+        for summary in coord.group_summaries():
+            samples.append(
+                GroupSample(summary, lag * 1_234_567, counts.groups.get(summary.group_id))
+            )
+    return samples
+
+
+def _counting(coord: Any) -> RebalanceCounts:
+    counts = RebalanceCounts(coord.group_kind)
+    coord.add_listener(counts.on_event)
+    return counts
+
+
+def test_the_fast_writer_writes_what_generate_latest_writes() -> None:
+    classic = Context()
+    classic_counts = _counting(classic.coord)
+    _leader, follower, _ = classic.stable_group_of_two()
+    classic.leave(MemberIdentity(member_id=follower))
+    classic.sleep(0)
+    # A group id that needs escaping in a label value, a group without counters.
+    odd = Context()
+    odd.stable_group_of_one(group_id='a "quoted"\\group\nid')
+    handoff = HandoffContext()
+    handoff_counts = _counting(handoff.coord)
+    handoff.join("a")
+    handoff.settle("a")
+    handoff.sleep(20)
+    handoff.join("b")
+    handoff.sleep(1000)
+    handoff.settle("a", "b")
+    consumer = ConsumerContext(topics={"foo": 4})
+    consumer_counts = _counting(consumer.coord)
+    consumer.join("m1")
+    consumer.join("m2")
+    samples = _samples(
+        [
+            (classic.coord, classic_counts),
+            (odd.coord, RebalanceCounts(odd.coord.group_kind)),
+            (handoff.coord, handoff_counts),
+            (consumer.coord, consumer_counts),
+        ]
+    )
+    assert {s.summary.kind for s in samples} == {"classic", "handoff", "consumer"}
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families(group_families(samples)))
+    expected = generate_latest(registry).decode()
+    assert write_groups(samples) == expected
+    # And what it says, read back by Prometheus' own parser.
+    counts = parse_counts(expected)
+    state = ("group", "groupId"), ("kind", "classic"), ("protocol", "range")
+    name = "rebalance_lab_group_state"
+    # The follower left: the group waits for its leader to rejoin.
+    assert counts[(name, (*state, (name, "PreparingRebalance")))] == 1
+    assert counts[(name, (*state, (name, "Stable")))] == 0
+    assert counts[("rebalance_lab_group_lag_records", state)] == 0
+    assert (
+        counts[
+            (
+                "rebalance_lab_members_removed_total",
+                (("group", "groupId"), ("kind", "classic"), ("reason", "left")),
+            )
+        ]
+        == 1
+    )
+    handoff_labels = (("group", "handoff-group"), ("kind", "handoff"))
+    assert counts[("rebalance_lab_rebalance_duration_seconds_count", handoff_labels)] == 2
+    le_1 = (*handoff_labels, ("le", "1.0"))
+    assert counts[("rebalance_lab_rebalance_duration_seconds_bucket", le_1)] == 2  # 0 s, 1 s
+    assert (
+        counts[
+            (
+                "rebalance_lab_group_lag_records",
+                (("group", "handoff-group"), ("kind", "handoff"), ("protocol", "")),
+            )
+        ]
+        == 2 * 1_234_567
+    )
+
+
+def test_every_kind_s_state_set_has_all_its_states() -> None:
+    assert GROUP_STATES["classic"] == (
+        "CompletingRebalance",
+        "Dead",
+        "Empty",
+        "PreparingRebalance",
+        "Stable",
+    )
+    assert set(GROUP_STATES["consumer"]) == {"Empty", "Assigning", "Reconciling", "Stable", "Dead"}
+    assert "Closing" in GROUP_STATES["handoff"]
+
+
+# ---------------------------------------------------------------- served
+
+
+@pytest.fixture
+def http() -> AsyncClient:
+    return AsyncClient()
+
+
+async def scrape(http: AsyncClient, **headers: str) -> Counts:
+    response = await http.get("/metrics", headers=headers)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/plain; version=0.0.4")
+    return parse_counts(response.content.decode())
+
+
+def labels(**values: str) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(values.items()))
+
+
+@pytest.mark.asyncio
+async def test_a_scrape_reads_the_groups_their_counters_and_the_requests(
+    runtime: CoordinatorRuntime, ws: Client, http: AsyncClient, clock: ManualClock
+) -> None:
+    await runtime.create_topic("orders", 2, produce_rate_per_s=10)
+    member = await stable_group(ws)
+    clock.advance(2000)  # the log ends at 20 records per partition
+    committed = await commit_offsets(ws, member, [{"topic": "orders", "partition": 0, "offset": 5}])
+    assert committed["partitions"][0]["error_code"] == 0
+    counts = await scrape(http)
+    group = {"group": "my-group", "kind": "classic", "protocol": "range"}
+    state = "rebalance_lab_group_state"
+    assert counts[(state, labels(**group, rebalance_lab_group_state="Stable"))] == 1
+    for other in ("Empty", "PreparingRebalance", "CompletingRebalance", "Dead"):
+        assert counts[(state, labels(**group, rebalance_lab_group_state=other))] == 0
+    assert counts[("rebalance_lab_group_generation", labels(**group))] == 1
+    assert counts[("rebalance_lab_group_members", labels(**group))] == 1
+    assert counts[("rebalance_lab_group_lag_records", labels(**group))] == 20 - 5
+    counted = {"group": "my-group", "kind": "classic"}
+    assert counts[("rebalance_lab_rebalances_total", labels(**counted, cause="member_joined"))] == 1
+    assert counts[("rebalance_lab_rebalance_duration_seconds_count", labels(**counted))] == 1
+    websocket = {"transport": "websocket"}
+    assert counts[("rebalance_lab_requests_total", labels(api="JoinGroup", **websocket))] == 2
+    assert counts[("rebalance_lab_requests_total", labels(api="SyncGroup", **websocket))] == 1
+    errors = "rebalance_lab_response_errors_total"
+    assert counts[(errors, labels(api="JoinGroup", error="MEMBER_ID_REQUIRED"))] == 1
+    assert counts[(errors, labels(api="JoinGroup", error="NONE"))] == 1
+    assert counts[(errors, labels(api="OffsetCommit", error="NONE"))] == 1
+    assert counts[("rebalance_lab_coordinator_serving", ())] == 1
+    assert counts[("rebalance_lab_engine_faults_total", ())] == 0
+    assert counts[("rebalance_lab_log_size_bytes", ())] > 0
+    assert ("rebalance_lab_event_loop_lag_seconds_count", ()) in counts
+    assert ("process_cpu_seconds_total", ()) in counts
+
+
+@pytest.mark.asyncio
+async def test_a_deleted_group_s_series_go_with_it(
+    runtime: CoordinatorRuntime, ws: Client, http: AsyncClient
+) -> None:
+    member = await stable_group(ws, "short-lived")
+    await stable_group(ws, "staying")
+    before = await scrape(http)
+    assert any(dict(key[1]).get("group") == "short-lived" for key in before)
+    left = await ws.call(
+        "LeaveGroup", {"group_id": "short-lived", "members": [{"member_id": member}]}
+    )
+    assert left["error_code"] == 0
+    deleted = await ws.call("DeleteGroups", {"group_ids": ["short-lived"]})
+    assert deleted["results"][0]["error_code"] == 0
+    after = await scrape(http)
+    assert not any(dict(key[1]).get("group") == "short-lived" for key in after)
+    assert any(dict(key[1]).get("group") == "staying" for key in after)
+
+
+async def scrape_from(address: str, **headers: str) -> HttpResponse:
+    """The view's answer to a GET from ``address`` (Django's request factory sets the
+    client's address; the async test client always says 127.0.0.1)."""
+    request = RequestFactory().get("/metrics", REMOTE_ADDR=address, headers=headers)
+    return await metrics(request)
+
+
+@pytest.mark.asyncio
+async def test_without_a_token_only_loopback_clients_may_scrape(
+    runtime: CoordinatorRuntime, settings: Any
+) -> None:
+    settings.REBALANCE_LAB_METRICS_TOKEN = ""
+    assert (await scrape_from("127.0.0.1")).status_code == 200
+    assert (await scrape_from("::1")).status_code == 200
+    refused = await scrape_from("10.1.2.3")
+    assert refused.status_code == 403
+    assert json.loads(refused.content)["error"]["code"] == "metrics_loopback_only"
+
+
+@pytest.mark.asyncio
+async def test_with_a_token_every_client_must_bear_it(
+    runtime: CoordinatorRuntime, settings: Any
+) -> None:
+    settings.REBALANCE_LAB_METRICS_TOKEN = "s3cret"
+    refused = await scrape_from("127.0.0.1")
+    assert refused.status_code == 401
+    assert refused["WWW-Authenticate"].startswith("Bearer")
+    wrong = await scrape_from("127.0.0.1", Authorization="Bearer guess")
+    assert wrong.status_code == 401
+    allowed = await scrape_from("10.1.2.3", Authorization="Bearer s3cret")
+    assert allowed.status_code == 200
+    assert b"rebalance_lab_coordinator_serving 1.0" in allowed.content
+
+
+@pytest.mark.asyncio
+async def test_only_get_is_served(runtime: CoordinatorRuntime, http: AsyncClient) -> None:
+    response = await http.post("/metrics")
+    assert response.status_code == 405
