@@ -380,13 +380,14 @@ class ProcessCollector(Collector):
         )
         dropped.add_metric([], metrics.records_compacted)
         yield dropped
+        compacted = GaugeMetricFamily(
+            "rebalance_lab_log_last_compaction_timestamp_seconds",
+            "When the latest compaction of the record log by this process ended (Unix time); "
+            "no sample before the first.",
+        )
         if metrics.last_compaction_s is not None:
-            compacted = GaugeMetricFamily(
-                "rebalance_lab_log_last_compaction_timestamp_seconds",
-                "When the latest compaction of the record log ended (Unix time).",
-            )
             compacted.add_metric([], metrics.last_compaction_s)
-            yield compacted
+        yield compacted
 
 
 #: The operating system's and the interpreter's own families (process_*, python_*).

@@ -5,6 +5,8 @@ served runtime's groups, counters and requests read back from a scrape; who may 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -247,3 +249,54 @@ async def test_with_a_token_every_client_must_bear_it(
 async def test_only_get_is_served(runtime: CoordinatorRuntime, http: AsyncClient) -> None:
     response = await http.post("/metrics")
     assert response.status_code == 405
+
+
+#: Where the shipped Grafana dashboard is.
+DASHBOARD = Path(__file__).resolve().parents[3] / "docs" / "grafana-dashboard.json"
+
+
+def exprs(node: Any) -> list[str]:
+    """Every ``expr`` (and templating ``query``/``definition``) string in a Grafana JSON."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("expr", "definition") and isinstance(value, str):
+                found.append(value)
+            elif key == "query" and isinstance(value, dict) and "query" in value:
+                found.append(value["query"])
+            else:
+                found.extend(exprs(value))
+    elif isinstance(node, list):
+        for item in node:
+            found.extend(exprs(item))
+    return found
+
+
+@pytest.mark.asyncio
+async def test_every_metric_the_grafana_dashboard_reads_is_exported(
+    runtime: CoordinatorRuntime, ws: Client, http: AsyncClient
+) -> None:
+    await stable_group(ws)
+    response = await http.get("/metrics")
+    exported = set()
+    for line in response.content.decode().splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            exported.add(name)
+            if kind == "histogram":
+                exported |= {f"{name}_bucket", f"{name}_sum", f"{name}_count"}
+    queries = exprs(json.loads(DASHBOARD.read_text()))
+    assert len(queries) >= 16
+    read = {name for query in queries for name in re.findall(r"rebalance_lab_\w+", query)}
+    assert read, queries
+    assert read - exported == set()
+    # Every per-group family of the scrape is on the dashboard somewhere.
+    assert {
+        "rebalance_lab_group_state",
+        "rebalance_lab_rebalances_total",
+        "rebalance_lab_rebalance_duration_seconds_bucket",
+        "rebalance_lab_partitions_moved_total",
+        "rebalance_lab_partition_unavailable_seconds_total",
+        "rebalance_lab_members_removed_total",
+        "rebalance_lab_group_lag_records",
+    } <= read
