@@ -13,7 +13,11 @@ The per-group families are most of a scrape: about twenty series per group, 200,
 and checks every label name by regular expression). They are written by :func:`write_groups`,
 which writes what ``generate_latest`` would write for the families :func:`group_families`
 builds with prometheus_client (``tests/webapp/dashboard/test_metrics.py`` compares the two
-byte for byte), a label prefix once per group instead of once per line.
+byte for byte), a label prefix once per group instead of once per line. The groups are read
+on the event loop (their summaries, lag and a copy of their counters: a few milliseconds per
+thousand groups); the text is written, and gzipped when the scraper accepts it (Prometheus
+does), in a worker thread, so a scrape of 10,000 groups does not hold the loop while it is
+written.
 
 The state is a state set (OpenMetrics ``StateSet``, prometheus_client's
 ``StateSetMetricFamily``): one series per state of the group's kind, the label named after
@@ -22,12 +26,13 @@ the metric, 1 for the current state and 0 for the others.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
+import gzip
 import hmac
 import ipaddress
 import os
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -49,11 +54,17 @@ from prometheus_client.process_collector import ProcessCollector as OsProcessCol
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from coordinator_engine import ConsumerGroupState, GroupState, GroupSummary, HandoffState
+from coordinator_engine import (
+    ConsumerGroupState,
+    GroupCoordinator,
+    GroupState,
+    GroupSummary,
+    HandoffState,
+)
 from coordinator_engine.records import OffsetCommitValue
 from webapp.housekeeping.status import task_result_counts
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, current_runtime
-from webapp.runtime.metrics import GroupCounts, Histogram
+from webapp.runtime.metrics import CountsSnapshot, GroupCounts, Histogram
 from webapp.runtime.topics import TopicRegistry
 
 from .api import partition_lag
@@ -67,7 +78,8 @@ __all__ = [
     "group_samples",
     "metrics",
     "parse_counts",
-    "scrape_seconds",
+    "process_text",
+    "runtime_samples",
     "write_groups",
 ]
 
@@ -116,12 +128,12 @@ _COUNT_LABELS = ("group", "kind")
 
 @dataclass(frozen=True, slots=True)
 class GroupSample:
-    """One group as a scrape reads it: its summary, its total lag, its counters (None for a
-    group no event was counted for since the process started)."""
+    """One group as a scrape reads it: its summary, its total lag, its counters as they were
+    (None for a group no event was counted for since the process started)."""
 
     summary: GroupSummary
     lag: int
-    counts: GroupCounts | None
+    counts: CountsSnapshot | None
 
 
 def _total_lag(
@@ -143,21 +155,27 @@ def _total_lag(
     return total
 
 
-def group_samples(runtime: CoordinatorRuntime) -> list[GroupSample]:
-    """Every group the engine holds, read now (on the loop thread, between engine calls)."""
-    coordinator = runtime.coordinator
-    counted = runtime.metrics.rebalances.groups
-    now_ms = runtime.now_ms()
+def group_samples(
+    coordinator: GroupCoordinator,
+    counted: Mapping[str, GroupCounts],
+    topics: TopicRegistry,
+    now_ms: int,
+) -> list[GroupSample]:
+    """Every group ``coordinator`` holds, read now (on the runtime's loop thread, between
+    engine calls), with its counters from ``counted`` and its lag from ``topics``."""
     ends: dict[str, list[int] | None] = {}
-    topics = runtime.topics
-    return [
-        GroupSample(
-            summary,
-            _total_lag(coordinator.committed_offsets(summary.group_id), topics, now_ms, ends),
-            counted.get(summary.group_id),
+    samples = []
+    for summary in coordinator.group_summaries():
+        offsets = coordinator.committed_offsets(summary.group_id)
+        counts = counted.get(summary.group_id)
+        samples.append(
+            GroupSample(
+                summary,
+                _total_lag(offsets, topics, now_ms, ends),
+                None if counts is None else counts.snapshot(),
+            )
         )
-        for summary in coordinator.group_summaries()
-    ]
+    return samples
 
 
 # ---------------------------------------------------------------- the per-group families
@@ -201,7 +219,12 @@ def group_families(samples: Sequence[GroupSample]) -> list[Metric]:
     return [state, generation, members, lag, rebalances, duration, moved, unavailable, removed]
 
 
-_g = floatToGoString
+def _g(value: float) -> str:
+    """A sample's value as the text format writes it (prometheus_client's
+    ``floatToGoString``), integers below a million without its detour."""
+    if type(value) is int and 0 <= value < 1_000_000:
+        return f"{value}.0"
+    return floatToGoString(value)
 
 
 def _escape(value: str) -> str:
@@ -397,17 +420,38 @@ PlatformCollector(registry=_STANDARD)
 GCCollector(registry=_STANDARD)
 
 
+def process_text(
+    runtime: CoordinatorRuntime | None,
+    task_runs: Iterable[tuple[str, str, int, datetime.datetime | None]],
+) -> bytes:
+    """The process's families (a few hundred lines): the interpreter's, then the runtime's."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ProcessCollector(runtime, task_runs))
+    return generate_latest(_STANDARD) + generate_latest(registry)
+
+
+def runtime_samples(runtime: CoordinatorRuntime | None) -> list[GroupSample]:
+    """Every group of a serving runtime, read now (on its loop); none otherwise."""
+    if runtime is None or not runtime.ready:
+        return []
+    return group_samples(
+        runtime.coordinator, runtime.metrics.rebalances.groups, runtime.topics, runtime.now_ms()
+    )
+
+
 def exposition(
     runtime: CoordinatorRuntime | None,
     task_runs: Iterable[tuple[str, str, int, datetime.datetime | None]],
 ) -> bytes:
-    """The whole scrape: the process's families, then every group's."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(ProcessCollector(runtime, task_runs))
-    head = generate_latest(_STANDARD) + generate_latest(registry)
-    if runtime is None or not runtime.ready:
-        return head
-    return head + write_groups(group_samples(runtime)).encode()
+    """The whole scrape, at once: the process's families, then every group's."""
+    return process_text(runtime, task_runs) + write_groups(runtime_samples(runtime)).encode()
+
+
+def _body(head: bytes, samples: list[GroupSample], compress: bool) -> bytes:
+    """The text of the groups after ``head``, gzipped if ``compress`` (a worker thread: what
+    it reads is a copy, and zlib lets the loop run while it compresses)."""
+    body = head + write_groups(samples).encode()
+    return gzip.compress(body, compresslevel=1) if compress else body
 
 
 # ---------------------------------------------------------------- the view
@@ -466,15 +510,18 @@ async def metrics(request: HttpRequest) -> HttpResponse:
     if refusal is not None:
         return refusal
     task_runs = await sync_to_async(task_result_counts)()
-    body = exposition(current_runtime(), task_runs)
-    return HttpResponse(body, content_type=CONTENT_TYPE_PLAIN_0_0_4)
-
-
-def scrape_seconds(runtime: CoordinatorRuntime) -> tuple[float, int]:
-    """One scrape's time and size without HTTP (bench/metrics.py)."""
-    started = time.perf_counter()
-    body = exposition(runtime, [])
-    return time.perf_counter() - started, len(body)
+    # What lives on the loop is read on the loop (the groups, the counters: a copy); the text
+    # of thousands of groups is written, and compressed, in a worker thread.
+    runtime = current_runtime()
+    head = process_text(runtime, task_runs)
+    samples = runtime_samples(runtime)
+    compress = "gzip" in request.headers.get("Accept-Encoding", "")
+    body = await asyncio.to_thread(_body, head, samples, compress)
+    response = HttpResponse(body, content_type=CONTENT_TYPE_PLAIN_0_0_4)
+    response["Vary"] = "Accept-Encoding"
+    if compress:
+        response["Content-Encoding"] = "gzip"
+    return response
 
 
 def parse_counts(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -67,6 +67,7 @@ from coordinator_engine.events import (
 __all__ = [
     "DURATION_BUCKETS_S",
     "LOOP_LAG_BUCKETS_S",
+    "CountsSnapshot",
     "GroupCounts",
     "Histogram",
     "LoopLag",
@@ -106,6 +107,12 @@ class Histogram:
     def count(self) -> int:
         return sum(self.counts)
 
+    def copy(self) -> Histogram:
+        copied = Histogram(self.bounds)
+        copied.counts = list(self.counts)
+        copied.sum = self.sum
+        return copied
+
     def cumulative(self) -> list[tuple[str, int]]:
         """``(le, count)`` pairs as the exposition writes them, ``+Inf`` last."""
         out = []
@@ -114,6 +121,17 @@ class Histogram:
             running += count
             out.append(("+Inf" if bound == float("inf") else repr(float(bound)), running))
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class CountsSnapshot:
+    """A group's counters as they were at one moment (what a scrape writes, off the loop)."""
+
+    rebalances: dict[str, int]
+    members_removed: dict[str, int]
+    partitions_moved: int
+    unavailable_ms: int
+    durations: Histogram
 
 
 @dataclass(slots=True)
@@ -134,6 +152,15 @@ class GroupCounts:
     #: Each partition's last owner, and since when a partition waits for its next one.
     owner: dict[tuple[str, int], str] = field(default_factory=dict)
     released_ms: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def snapshot(self) -> CountsSnapshot:
+        return CountsSnapshot(
+            dict(self.rebalances),
+            dict(self.members_removed),
+            self.partitions_moved,
+            self.unavailable_ms,
+            self.durations.copy(),
+        )
 
     def give(self, partition: tuple[str, int], member_id: str, at_ms: int, since_ms: int) -> None:
         """The coordinator gave ``partition`` to ``member_id`` at ``at_ms``; ``since_ms`` is
@@ -270,12 +297,14 @@ _ITEMS = ("partitions", "members", "groups", "results")
 
 class RequestCounts:
     """Requests by (API, transport), and the error codes of the coordinator's responses by
-    (request type, code)."""
+    request type and code."""
 
     def __init__(self) -> None:
         self.requests: dict[tuple[str, str], int] = {}
-        self.errors: dict[tuple[type, int], int] = {}
-        self._item_fields: dict[type, tuple[str, ...]] = {}
+        #: request type → code → count (no key to build on the hot path).
+        self.errors: dict[type, dict[int, int]] = {}
+        #: response type → (whether it has its own code, the fields holding coded items).
+        self._shapes: dict[type, tuple[bool, tuple[str, ...]]] = {}
 
     def count_request(self, api: str, transport: str) -> None:
         key = (api, transport)
@@ -284,29 +313,33 @@ class RequestCounts:
     def count_response(self, request_type: type, response: Any) -> None:
         """Every error code in ``response`` (its own, and each of its partitions', members',
         groups' or results'), as Kafka's ``AbstractResponse.errorCounts``."""
-        errors = self.errors
-        code = getattr(response, "error_code", None)
-        if code is not None:
-            key = (request_type, code)
-            errors[key] = errors.get(key, 0) + 1
-        fields = self._item_fields.get(type(response))
-        if fields is None:
-            fields = self._item_fields[type(response)] = tuple(
-                name for name in _ITEMS if hasattr(response, name)
+        codes = self.errors.get(request_type)
+        if codes is None:
+            codes = self.errors[request_type] = {}
+        shape = self._shapes.get(type(response))
+        if shape is None:
+            shape = self._shapes[type(response)] = (
+                hasattr(response, "error_code"),
+                tuple(name for name in _ITEMS if hasattr(response, name)),
             )
-        for name in fields:
+        own, items = shape
+        if own:
+            code = response.error_code
+            codes[code] = codes.get(code, 0) + 1
+        for name in items:
             for item in getattr(response, name) or ():
                 code = getattr(item, "error_code", None)
                 if code is not None:
-                    key = (request_type, code)
-                    errors[key] = errors.get(key, 0) + 1
+                    codes[code] = codes.get(code, 0) + 1
 
     def error_counts(self) -> dict[tuple[str, str], int]:
         """``(api, error name)`` → count."""
         out: dict[tuple[str, str], int] = {}
-        for (request_type, code), count in self.errors.items():
-            key = (api_name(request_type), Errors.name_of(code))
-            out[key] = out.get(key, 0) + count
+        for request_type, codes in list(self.errors.items()):
+            api = api_name(request_type)
+            for code, count in list(codes.items()):
+                key = (api, Errors.name_of(code))
+                out[key] = out.get(key, 0) + count
         return out
 
 

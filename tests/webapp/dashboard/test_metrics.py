@@ -4,6 +4,7 @@ served runtime's groups, counters and requests read back from a scrape; who may 
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -190,6 +191,24 @@ async def test_a_scrape_reads_the_groups_their_counters_and_the_requests(
     assert counts[("rebalance_lab_log_size_bytes", ())] > 0
     assert ("rebalance_lab_event_loop_lag_seconds_count", ()) in counts
     assert ("process_cpu_seconds_total", ()) in counts
+
+
+@pytest.mark.asyncio
+async def test_a_scraper_that_accepts_gzip_gets_the_same_text_gzipped(
+    runtime: CoordinatorRuntime, ws: Client, http: AsyncClient
+) -> None:
+    await stable_group(ws)
+    plain = await http.get("/metrics")
+    zipped = await http.get("/metrics", headers={"Accept-Encoding": "gzip"})
+    assert zipped["Content-Encoding"] == "gzip"
+    assert "Content-Encoding" not in plain
+    text = gzip.decompress(zipped.content).decode()
+    # Two scrapes differ in the process's own numbers (CPU, the loop's lag), not in the groups.
+    groups = [line for line in text.splitlines() if 'group="my-group"' in line]
+    assert groups == [
+        line for line in plain.content.decode().splitlines() if 'group="my-group"' in line
+    ]
+    assert len(groups) > 10
 
 
 @pytest.mark.asyncio
