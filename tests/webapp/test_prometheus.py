@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import secrets
 import shutil
 import subprocess
 import urllib.error
@@ -42,9 +43,13 @@ class Prometheus:
     alerting rules of docs/ loaded. It cannot listen on a port of the system's choosing and
     say which, so it starts ``on_a_free_port``."""
 
-    def __init__(self, workdir: Path, target: str) -> None:
+    def __init__(
+        self, workdir: Path, target: str, jobs: list[dict[str, Any]] | None = None
+    ) -> None:
         self.workdir = workdir
         self.config = workdir / "prometheus.yml"
+        # JSON is YAML: the config as docs/operations.md shows it, one job per entry.
+        default = [{"job_name": "rebalance-lab"}]
         self.config.write_text(
             json.dumps(
                 {
@@ -52,10 +57,11 @@ class Prometheus:
                     "rule_files": [str(DOCS / "prometheus-alerts.yml")],
                     "scrape_configs": [
                         {
-                            "job_name": "rebalance-lab",
+                            **job,
                             "metrics_path": "/metrics",
                             "static_configs": [{"targets": [target]}],
                         }
+                        for job in (jobs or default)
                     ],
                 }
             )
@@ -304,3 +310,38 @@ def test_promtool_checks_the_alerting_rules_and_their_unit_tests() -> None:
         timeout=60,
     )
     assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_with_a_token_prometheus_scrapes_only_with_its_credentials(tmp_path: Path) -> None:
+    token = secrets.token_urlsafe(24)
+    server = LiveServer(tmp_path, REBALANCE_LAB_METRICS_TOKEN=token)
+    workdir = tmp_path / "prometheus"
+    workdir.mkdir()
+    (workdir / "token").write_text(token + "\n")
+    try:
+        server.start()
+        prometheus = Prometheus(
+            workdir,
+            f"127.0.0.1:{server.port}",
+            jobs=[
+                {
+                    "job_name": "with-token",
+                    "authorization": {"credentials_file": str(workdir / "token")},
+                },
+                {"job_name": "without"},
+            ],
+        )
+        try:
+            prometheus.start()
+
+            def both_scraped() -> dict[str, float] | None:
+                jobs = prometheus.by("job", "up")
+                return jobs if len(jobs) == 2 else None
+
+            up = wait_for(both_scraped, 30, "both jobs to be scraped")
+            assert up == {"with-token": 1, "without": 0}
+            assert prometheus.by("job", "rebalance_lab_coordinator_serving") == {"with-token": 1}
+        finally:
+            prometheus.stop()
+    finally:
+        server.kill()
