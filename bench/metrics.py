@@ -8,12 +8,13 @@ Everything runs in one process, in virtual time, on the engine and the code ``/m
 
 - scrape: 1,000 and 10,000 groups of 10 members each (classic, ``range``, Stable after two
   rebalances each: a first join of all ten, then an eleventh member), each with 10 committed
-  offsets on a topic that grows, the rebalance counters fed by the engine's events. A scrape is
-  the read of every group (``group_samples``: summaries, counters, lag; on the event loop in
-  the server) plus the text of the per-group families (``write_groups``) and its gzip (level
-  1; both in a worker thread in the server): the time of each, the size of the text, plain
-  and gzipped (Prometheus asks for gzip). At 1,000 groups the same text through prometheus_client's
-  ``generate_latest`` is timed beside it (the peer).
+  offsets on a topic that grows, the rebalance counters fed by the engine's events. A scrape
+  is the read of every group (``group_samples``: summaries, counters, lag; on the event loop
+  in the server, 500 groups per turn of the loop), then the text of the per-group families
+  (``write_groups``) and its gzip (level 1; both in a worker thread in the server): the time
+  of each, the size of the text, plain and gzipped (Prometheus asks for gzip). At 1,000
+  groups the same text through prometheus_client's ``generate_latest`` is timed beside it
+  (the peer).
 - overhead: heartbeats/s (1,000 members in 10 Stable groups) and offset commits/s (one
   partition per request, a ``MemoryLog``: the engine's CPU alone, so the counters' share is
   not hidden behind fsyncs), in CPU time, three ways side by side on one coordinator, in
@@ -21,6 +22,9 @@ Everything runs in one process, in virtual time, on the engine and the code ``/m
   (the runtime always has one, so its events are built anyway), plus the metrics listener
   (``RebalanceCounts.on_event``; target ≤ 3% slower), plus the counting of each response's
   error codes (``RequestCounts.count_response``, which the runtime does per request).
+- through the runtime: heartbeats and durable offset commits per CPU second through a started
+  ``CoordinatorRuntime`` (``submit_nowait``, its SqliteLog in a temporary directory) with its
+  counting on and off: what the counting costs where requests really go.
 
 It ends with one JSON line of the figures.
 """
@@ -28,11 +32,13 @@ It ends with one JSON line of the figures.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import gzip
 import json
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -58,14 +64,20 @@ CONFIG = CoordinatorConfig()
 MEMBERS = 10
 
 
-def _django() -> None:
+def _django(state_dir: Path) -> None:
+    """Django on a database of its own in ``state_dir`` (the runtime reads its topics there)."""
     import os
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "webapp.settings"
+    os.environ["STATE_DIR"] = str(state_dir)
+    os.environ["DATABASE"] = f"sqlite:///{state_dir / 'db.sqlite3'}"
+    os.environ["CHANNEL_LAYER"] = "memory"
     os.environ.setdefault("SECRET_KEY", "bench-metrics-not-secret")
     import django
+    from django.core.management import call_command
 
     django.setup()
+    call_command("migrate", verbosity=0, interactive=False)
 
 
 def build_groups(groups: int) -> tuple[GroupCoordinator, Any, Any, int]:
@@ -111,14 +123,22 @@ def bench_scrape(groups: int, with_peer: bool) -> dict[str, float]:
     from prometheus_client import generate_latest
     from prometheus_client.core import CollectorRegistry
 
-    from webapp.dashboard.metrics import group_families, group_samples, write_groups
+    from webapp.dashboard.metrics import READ_SLICE, group_families, group_samples, write_groups
 
     coord, counts, topics, now = build_groups(groups)
-    read_s, write_s, gzip_s, size, zipped = [], [], [], 0, 0
+    read_s, turn_s, write_s, gzip_s, size, zipped = [], [], [], [], 0, 0
     for _ in range(3):
-        started = time.perf_counter()
-        samples = group_samples(coord, counts.groups, topics, now)
-        read_s.append(time.perf_counter() - started)
+        # As the server reads them: READ_SLICE groups per turn of the event loop.
+        group_ids = coord.group_ids()
+        samples, turns = [], []
+        for start in range(0, len(group_ids), READ_SLICE):
+            started = time.perf_counter()
+            samples += group_samples(
+                coord, counts.groups, topics, now, group_ids[start : start + READ_SLICE]
+            )
+            turns.append(time.perf_counter() - started)
+        read_s.append(sum(turns))
+        turn_s.append(max(turns))
         started = time.perf_counter()
         text = write_groups(samples)
         body = text.encode()
@@ -132,6 +152,7 @@ def bench_scrape(groups: int, with_peer: bool) -> dict[str, float]:
     assert all(s.lag == 10 * (60_000 - 100) for s in samples)
     figures = {
         "read_s": statistics.median(read_s),
+        "turn_s": statistics.median(turn_s),
         "write_s": statistics.median(write_s),
         "gzip_s": statistics.median(gzip_s),
         "bytes": size,
@@ -214,6 +235,79 @@ def paired(coord: GroupCoordinator, chunks: list[list[Any]]) -> dict[str, float]
     return {mode: statistics.median(values) for mode, values in rates.items()}
 
 
+async def runtime_rates(state_dir: Path, chunks: int, size: int) -> dict[str, dict[str, float]]:
+    """Heartbeats and durable offset commits (one partition each, the runtime's SqliteLog)
+    per CPU second through a started runtime's ``submit_nowait`` (what in-process consumers
+    call; every transport goes through the same ``_handle``), with its counting on and with
+    it off (the metrics listener and the response counting replaced by functions that do
+    nothing: their call, ~50 ns, stays), chunk after chunk in turn, medians."""
+    from webapp.runtime.clock import ManualClock
+    from webapp.runtime.coordinator_runtime import CoordinatorRuntime
+
+    clock = ManualClock(0)
+    runtime = CoordinatorRuntime(
+        log_path=state_dir / "coordinator.db",
+        config=CONFIG,
+        clock=clock,
+        channel_layer_alias=None,
+    )
+    await runtime.start()
+    try:
+        coord = runtime.coordinator
+        beats: list[Any] = []
+        for g in range(10):
+            ids: dict[str, str] = {}
+            generation = rebalance(coord, f"hb-group-{g}", [f"c{i}" for i in range(100)], ids, 0)
+            beats += [
+                HeartbeatRequest(group_id=f"hb-group-{g}", generation_id=generation, member_id=m)
+                for m in ids.values()
+            ]
+        clock.advance(20_000)  # past the join phases (3 s each), well within the sessions
+        commits = [
+            OffsetCommitRequest(
+                group_id="commit-group",
+                offsets=(PartitionOffset(topic="t", partition=i % 1000, offset=i),),
+            )
+            for i in range(size)
+        ]
+        counting = (runtime._on_metrics_event, runtime._count_response)
+
+        def nothing(*arguments: Any) -> None:
+            pass
+
+        answered: list[Any] = []
+        rates: dict[str, dict[str, list[float]]] = {
+            "heartbeats": {"off": [], "on": []},
+            "commits": {"off": [], "on": []},
+        }
+        for i in range(chunks):
+            mode = ("off", "on")[i % 2]
+            if mode == "off":
+                runtime._on_metrics_event, runtime._count_response = nothing, nothing
+            else:
+                runtime._on_metrics_event, runtime._count_response = counting
+            for name, requests in (("heartbeats", beats), ("commits", commits)):
+                chunk = [requests[(i * size + j) % len(requests)] for j in range(size)]
+                gc.collect()
+                gc.disable()
+                started = time.process_time()
+                for request in chunk:
+                    runtime.submit_nowait(request, answered.append)
+                elapsed = time.process_time() - started
+                gc.enable()
+                assert len(answered) == size and answered[-1] is not None
+                answered.clear()
+                rates[name][mode].append(size / elapsed)
+            await asyncio.sleep(0)  # the history writer takes the events
+        runtime._on_metrics_event, runtime._count_response = counting
+        return {
+            name: {mode: statistics.median(values) for mode, values in modes.items()}
+            for name, modes in rates.items()
+        }
+    finally:
+        await runtime.stop()
+
+
 def heartbeat_chunks(chunks: int, size: int) -> tuple[GroupCoordinator, list[list[Any]]]:
     """1,000 members in 10 Stable groups heartbeating round-robin."""
     coord = GroupCoordinator(CONFIG)
@@ -250,7 +344,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller run (a smoke test)")
     args = parser.parse_args()
-    _django()
+    state = tempfile.TemporaryDirectory()
+    _django(Path(state.name))
     sizes = (100, 1_000) if args.quick else (1_000, 10_000)
     rounds = 10 if args.quick else 60
 
@@ -260,8 +355,13 @@ def main() -> None:
         scrape = bench_scrape(groups, with_peer=groups == sizes[0])
         label = f"{groups:,} groups of {MEMBERS}"
         total = scrape["read_s"] + scrape["write_s"] + scrape["gzip_s"]
-        ms = {key: f"{scrape[key] * 1000:,.0f}" for key in ("read_s", "write_s", "gzip_s")}
+        ms = {
+            key: f"{scrape[key] * 1000:,.0f}" for key in ("read_s", "turn_s", "write_s", "gzip_s")
+        }
         rows.append((f"scrape, {label}: read state, ms", ms["read_s"], "on the event loop"))
+        rows.append(
+            (f"scrape, {label}: read state, longest loop turn, ms", ms["turn_s"], "500 groups")
+        )
         rows.append((f"scrape, {label}: write text, ms", ms["write_s"], "worker thread"))
         rows.append((f"scrape, {label}: gzip (level 1), ms", ms["gzip_s"], "worker thread"))
         rows.append((f"scrape, {label}: total, ms", f"{total * 1000:,.0f}", ""))
@@ -272,7 +372,12 @@ def main() -> None:
                 "",
             )
         )
+        zipped = f"{scrape['gzip_bytes'] / 1024:,.0f}"
+        rows.append((f"scrape, {label}: gzipped size, KiB", zipped, "what Prometheus receives"))
         figures[f"scrape_{groups}_read_ms"] = round(scrape["read_s"] * 1000, 1)
+        figures[f"scrape_{groups}_read_turn_ms"] = round(scrape["turn_s"] * 1000, 1)
+        figures[f"scrape_{groups}_gzip_ms"] = round(scrape["gzip_s"] * 1000, 1)
+        figures[f"scrape_{groups}_gzip_bytes"] = scrape["gzip_bytes"]
         figures[f"scrape_{groups}_write_ms"] = round(scrape["write_s"] * 1000, 1)
         figures[f"scrape_{groups}_bytes"] = scrape["bytes"]
         if "generate_latest_s" in scrape:
@@ -301,6 +406,19 @@ def main() -> None:
             rows.append((f"{name}, + {mode}", f"{rates[mode]:,.0f}", f"{slower:+.1%} slower{note}"))
             figures[f"{key}_per_s_{mode.replace('+', '_')}"] = round(rates[mode])
             figures[f"{key}_slower_{mode.replace('+', '_')}"] = round(slower, 4)
+
+    through = asyncio.run(runtime_rates(Path(state.name), 2 * rounds, 2_000))
+    for name, key in (("heartbeats/s", "heartbeats"), ("durable commits/s", "commits")):
+        off, on = through[key]["off"], through[key]["on"]
+        slower = 1 - on / off
+        rows.append((f"{name} through the runtime, counting off", f"{off:,.0f}", ""))
+        rows.append(
+            (f"{name} through the runtime, counting on", f"{on:,.0f}", f"{slower:+.1%} slower")
+        )
+        figures[f"runtime_{key}_per_s_counting_off"] = round(off)
+        figures[f"runtime_{key}_per_s_counting_on"] = round(on)
+        figures[f"runtime_{key}_slower"] = round(slower, 4)
+    state.cleanup()
 
     width = max(len(r[0]) for r in rows)
     print(f"{'measure':<{width}}  {'value':>12}  note")

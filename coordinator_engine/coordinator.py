@@ -47,7 +47,7 @@ the reply and event queues. See docs/engine.md, "Layout".
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast, overload
 
@@ -368,11 +368,15 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         return None if group is None else group.kind
 
-    def group_summaries(self) -> list[GroupSummary]:
+    def group_summaries(self, group_ids: Iterable[str] | None = None) -> list[GroupSummary]:
         """Every group in one line (`GroupSummary`: kind, state, generation, protocol, member
-        count), in the order the groups were made: what a host reads of all groups at once,
-        without copying their members as `group` does."""
-        return [group.summary() for group in self._groups.values()]
+        count), in the order the groups were made, or those of `group_ids` that exist, in
+        that order: what a host reads of many groups at once, without copying their members as
+        `group` does."""
+        if group_ids is None:
+            return [group.summary() for group in self._groups.values()]
+        groups = self._groups
+        return [groups[g].summary() for g in group_ids if g in groups]
 
     def group_ids(self) -> list[str]:
         """Ids of every group this coordinator holds, sorted."""

@@ -58,3 +58,12 @@ def test_a_consumer_group_in_one_line_names_its_server_assignor() -> None:
         member_count=2,
     )
     assert ctx.coord.group_kind("fooup") == "consumer"
+
+
+def test_summaries_of_named_groups_skip_those_that_do_not_exist() -> None:
+    ctx = Context()
+    ctx.stable_group_of_one(group_id="b")
+    ctx.stable_group_of_one(group_id="a")
+    summaries = ctx.coord.group_summaries(["a", "nobody", "b"])
+    assert [s.group_id for s in summaries] == ["a", "b"]
+    assert [s.group_id for s in ctx.coord.group_summaries()] == ["b", "a"]  # as made

@@ -14,8 +14,8 @@ and checks every label name by regular expression). They are written by :func:`w
 which writes what ``generate_latest`` would write for the families :func:`group_families`
 builds with prometheus_client (``tests/webapp/dashboard/test_metrics.py`` compares the two
 byte for byte), a label prefix once per group instead of once per line. The groups are read
-on the event loop (their summaries, lag and a copy of their counters: a few milliseconds per
-thousand groups); the text is written, and gzipped when the scraper accepts it (Prometheus
+on the event loop (their summaries, lag and a copy of their counters), ``READ_SLICE`` groups
+per turn of the loop; the text is written, and gzipped when the scraper accepts it (Prometheus
 does), in a worker thread, so a scrape of 10,000 groups does not hold the loop while it is
 written.
 
@@ -73,7 +73,6 @@ __all__ = [
     "GROUP_STATES",
     "GroupSample",
     "ProcessCollector",
-    "exposition",
     "group_families",
     "group_samples",
     "metrics",
@@ -160,12 +159,14 @@ def group_samples(
     counted: Mapping[str, GroupCounts],
     topics: TopicRegistry,
     now_ms: int,
+    group_ids: Iterable[str] | None = None,
 ) -> list[GroupSample]:
-    """Every group ``coordinator`` holds, read now (on the runtime's loop thread, between
-    engine calls), with its counters from ``counted`` and its lag from ``topics``."""
+    """The groups of ``group_ids`` (default: every group ``coordinator`` holds) read now, on
+    the runtime's loop thread between engine calls: their summaries, their lag from
+    ``topics``, a copy of their counters from ``counted``."""
     ends: dict[str, list[int] | None] = {}
     samples = []
-    for summary in coordinator.group_summaries():
+    for summary in coordinator.group_summaries(group_ids):
         offsets = coordinator.committed_offsets(summary.group_id)
         counts = counted.get(summary.group_id)
         samples.append(
@@ -430,21 +431,32 @@ def process_text(
     return generate_latest(_STANDARD) + generate_latest(registry)
 
 
-def runtime_samples(runtime: CoordinatorRuntime | None) -> list[GroupSample]:
-    """Every group of a serving runtime, read now (on its loop); none otherwise."""
+#: Groups read per turn of the event loop during a scrape (about 10 ms of reading).
+READ_SLICE = 500
+
+
+async def runtime_samples(runtime: CoordinatorRuntime | None) -> list[GroupSample]:
+    """Every group of a serving runtime, read on its loop ``READ_SLICE`` groups at a time with
+    the loop free in between (10,000 groups take 200 ms to read: never in one turn). Each
+    group is read whole at one moment; a group made during the scrape is left for the next,
+    one removed is left out. None while the runtime does not serve."""
     if runtime is None or not runtime.ready:
         return []
-    return group_samples(
-        runtime.coordinator, runtime.metrics.rebalances.groups, runtime.topics, runtime.now_ms()
-    )
-
-
-def exposition(
-    runtime: CoordinatorRuntime | None,
-    task_runs: Iterable[tuple[str, str, int, datetime.datetime | None]],
-) -> bytes:
-    """The whole scrape, at once: the process's families, then every group's."""
-    return process_text(runtime, task_runs) + write_groups(runtime_samples(runtime)).encode()
+    group_ids = runtime.group_ids()
+    samples: list[GroupSample] = []
+    for start in range(0, len(group_ids), READ_SLICE):
+        if start:
+            await asyncio.sleep(0)
+            if not runtime.ready:  # stopped, or reloading after an engine fault
+                return samples
+        samples += group_samples(
+            runtime.coordinator,
+            runtime.metrics.rebalances.groups,
+            runtime.topics,
+            runtime.now_ms(),
+            group_ids[start : start + READ_SLICE],
+        )
+    return samples
 
 
 def _body(head: bytes, samples: list[GroupSample], compress: bool) -> bytes:
@@ -514,7 +526,7 @@ async def metrics(request: HttpRequest) -> HttpResponse:
     # of thousands of groups is written, and compressed, in a worker thread.
     runtime = current_runtime()
     head = process_text(runtime, task_runs)
-    samples = runtime_samples(runtime)
+    samples = await runtime_samples(runtime)
     compress = "gzip" in request.headers.get("Accept-Encoding", "")
     body = await asyncio.to_thread(_body, head, samples, compress)
     response = HttpResponse(body, content_type=CONTENT_TYPE_PLAIN_0_0_4)

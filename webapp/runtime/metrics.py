@@ -303,8 +303,9 @@ class RequestCounts:
         self.requests: dict[tuple[str, str], int] = {}
         #: request type → code → count (no key to build on the hot path).
         self.errors: dict[type, dict[int, int]] = {}
-        #: response type → (whether it has its own code, the fields holding coded items).
-        self._shapes: dict[type, tuple[bool, tuple[str, ...]]] = {}
+        #: request type → (its codes, whether its response has a code of its own, the fields
+        #: of the response holding coded items): one lookup per response.
+        self._plans: dict[type, tuple[dict[int, int], bool, tuple[str, ...]]] = {}
 
     def count_request(self, api: str, transport: str) -> None:
         key = (api, transport)
@@ -312,25 +313,25 @@ class RequestCounts:
 
     def count_response(self, request_type: type, response: Any) -> None:
         """Every error code in ``response`` (its own, and each of its partitions', members',
-        groups' or results'), as Kafka's ``AbstractResponse.errorCounts``."""
-        codes = self.errors.get(request_type)
-        if codes is None:
-            codes = self.errors[request_type] = {}
-        shape = self._shapes.get(type(response))
-        if shape is None:
-            shape = self._shapes[type(response)] = (
+        groups' or results'), as Kafka's ``AbstractResponse.errorCounts``. A request type
+        always gets the same response type (the engine's contract)."""
+        plan = self._plans.get(request_type)
+        if plan is None:
+            plan = self._plans[request_type] = (
+                self.errors.setdefault(request_type, {}),
                 hasattr(response, "error_code"),
                 tuple(name for name in _ITEMS if hasattr(response, name)),
             )
-        own, items = shape
+        codes, own, items = plan
         if own:
             code = response.error_code
             codes[code] = codes.get(code, 0) + 1
-        for name in items:
-            for item in getattr(response, name) or ():
-                code = getattr(item, "error_code", None)
-                if code is not None:
-                    codes[code] = codes.get(code, 0) + 1
+        if items:
+            for name in items:
+                for item in getattr(response, name) or ():
+                    code = getattr(item, "error_code", None)
+                    if code is not None:
+                        codes[code] = codes.get(code, 0) + 1
 
     def error_counts(self) -> dict[tuple[str, str], int]:
         """``(api, error name)`` → count."""

@@ -22,6 +22,7 @@ from tests.engine.consumer_harness import ConsumerContext
 from tests.engine.harness import Context
 from tests.engine.test_handoff import HandoffContext
 from tests.webapp.helpers import Client, commit_offsets, stable_group
+from webapp.dashboard import metrics as metrics_module
 from webapp.dashboard.metrics import (
     GROUP_STATES,
     GroupSample,
@@ -319,3 +320,19 @@ async def test_every_metric_the_grafana_dashboard_reads_is_exported(
         "rebalance_lab_members_removed_total",
         "rebalance_lab_group_lag_records",
     } <= read
+
+
+@pytest.mark.asyncio
+async def test_a_scrape_reads_the_groups_a_slice_at_a_time_and_misses_none(
+    runtime: CoordinatorRuntime, ws: Client, http: AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(metrics_module, "READ_SLICE", 2)
+    for index in range(5):
+        await stable_group(ws, f"group-{index}")
+    counts = await scrape(http)
+    members = {
+        dict(labels)["group"]: value
+        for (name, labels), value in counts.items()
+        if name == "rebalance_lab_group_members"
+    }
+    assert members == {f"group-{index}": 1 for index in range(5)}
