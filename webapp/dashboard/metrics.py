@@ -8,7 +8,7 @@ from the engine's events and the transports' requests. The process's own numbers
 errors, the loop's lag, faults, the log, Celery's task runs) are prometheus_client families
 (:class:`ProcessCollector` of this module) written by ``generate_latest``.
 
-The per-group families are most of a scrape: about twenty series per group, 200,000 lines at
+The per-group families are most of a scrape: about 25 series per group, 250,000 lines at
 10,000 groups, for which ``generate_latest`` takes seconds (it builds a sample object per line
 and checks every label name by regular expression). They are written by :func:`write_groups`,
 which writes what ``generate_latest`` would write for the families :func:`group_families`

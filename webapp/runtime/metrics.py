@@ -24,21 +24,23 @@ Everything is a plain number in a dict; ``webapp.dashboard.metrics`` turns them 
 Prometheus families at scrape time. A group's numbers go when the group goes (``GroupRemoved``),
 so the labels stay as many as the groups that exist.
 
-Partitions moved and their unavailable time (the definitions docs/operations.md states):
-a partition *moves* when a member other than its last owner gets it. It is *unavailable* from
-the moment its previous owner gave it up (or was told to) until the next owner has it: a
-handoff group's ``HandoffPartitionsClosed`` (the owner confirmed it stopped and committed) →
-``HandoffPartitionsStarted`` (the new owner confirmed its start); a consumer group's
-``ConsumerPartitionsRevoked`` (the owner was told) → ``ConsumerPartitionsAssigned`` (the
-answer to the new owner's heartbeat); a classic group's
-stored assignment that no longer gives it to its owner (a cooperative revocation) → the one
-that gives it to another member, or, when one assignment moves it directly (the eager
-protocol, whose members give up everything when the rebalance starts), the rebalance's start
-→ that assignment (the SyncGroup answers). A member removed (session timeout,
-leave) gives up what it held at that moment. A classic group's partitions are known only for
-the ``consumer`` protocol type (``AssignmentStored.partitions``); other protocol types count
-no moves. The first assignment a group gets after the process started counts none: the
-previous owners are not known.
+Partitions moved and their unavailable time (the definitions docs/operations.md states): a
+partition *moves* when a member other than its last owner gets it. It is *unavailable* from
+the moment its previous owner gave it up (or was told to) until the next owner has it:
+
+* handoff: ``HandoffPartitionsClosed`` (the owner confirmed it stopped and committed) →
+  ``HandoffPartitionsStarted`` (the new owner confirmed its start);
+* consumer: ``ConsumerPartitionsRevoked`` (the owner was told to revoke it) →
+  ``ConsumerPartitionsAssigned`` (the answer to the new owner's heartbeat);
+* classic: the stored assignment that no longer gives it to anyone (a cooperative
+  revocation) → the stored assignment that gives it to another member; when one assignment
+  moves it directly (the eager protocol, whose members give up everything as the rebalance
+  starts), the rebalance's start → that assignment (the SyncGroup answers).
+
+A member removed (left, timed out) gives up what it held at that moment. A classic group's
+partitions are known only for the ``consumer`` protocol type (``AssignmentStored.partitions``);
+other protocol types count no moves. The first owner of a partition seen since the process
+started is no move: the previous one is not known.
 """
 
 from __future__ import annotations
