@@ -4,15 +4,21 @@ served runtime's groups, counters and requests read back from a scrape; who may 
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import gzip
 import json
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.http import HttpResponse
 from django.test import AsyncClient, RequestFactory
+from django_celery_results.models import TaskResult
 from prometheus_client import generate_latest
 from prometheus_client.core import CollectorRegistry, Metric
 from prometheus_client.registry import Collector
@@ -21,7 +27,7 @@ from coordinator_engine import MemberIdentity
 from tests.engine.consumer_harness import ConsumerContext
 from tests.engine.harness import Context
 from tests.engine.test_handoff import HandoffContext
-from tests.webapp.helpers import Client, commit_offsets, stable_group
+from tests.webapp.helpers import Client, commit_offsets, inject_engine_fault, stable_group
 from webapp.dashboard import metrics as metrics_module
 from webapp.dashboard.metrics import (
     GROUP_STATES,
@@ -32,6 +38,7 @@ from webapp.dashboard.metrics import (
     write_groups,
 )
 from webapp.runtime.clock import ManualClock
+from webapp.runtime.control import compact_log
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 from webapp.runtime.metrics import RebalanceCounts
 
@@ -157,6 +164,10 @@ async def scrape(http: AsyncClient, **headers: str) -> Counts:
 
 def labels(**values: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(values.items()))
+
+
+#: The labels of stable_group's group, as a scrape reads it.
+MY_GROUP = {"group": "my-group", "kind": "classic", "protocol": "range"}
 
 
 @pytest.mark.asyncio
@@ -336,3 +347,93 @@ async def test_a_scrape_reads_the_groups_a_slice_at_a_time_and_misses_none(
         if name == "rebalance_lab_group_members"
     }
     assert members == {f"group-{index}": 1 for index in range(5)}
+
+
+@pytest.mark.asyncio
+async def test_an_engine_fault_shows_while_the_engine_reloads_and_after(
+    runtime: CoordinatorRuntime,
+    ws: Client,
+    http: AsyncClient,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    await stable_group(ws)
+    reload_may_finish = threading.Event()
+    load = runtime._load_engine
+
+    def gated_load(now_ms: int) -> Any:
+        assert reload_may_finish.wait(timeout=10)
+        return load(now_ms)
+
+    monkeypatch.setattr(runtime, "_load_engine", gated_load)
+    inject_engine_fault(monkeypatch, runtime, "advance")
+    runtime.tick()
+    recovering = await scrape(http)
+    assert recovering[("rebalance_lab_coordinator_serving", ())] == 0
+    assert recovering[("rebalance_lab_engine_faults_total", ())] == 1
+    assert not any(name == "rebalance_lab_group_members" for name, _ in recovering)
+    reload_may_finish.set()
+    assert runtime.reload_task is not None
+    await runtime.reload_task
+    serving = await scrape(http)
+    assert serving[("rebalance_lab_coordinator_serving", ())] == 1
+    assert serving[("rebalance_lab_engine_faults_total", ())] == 1
+    assert serving[("rebalance_lab_group_members", labels(**MY_GROUP))] == 1
+
+
+@pytest.mark.asyncio
+async def test_a_compaction_is_counted_with_when_it_ended(
+    runtime: CoordinatorRuntime, ws: Client, http: AsyncClient
+) -> None:
+    member = await stable_group(ws)
+    for offset in range(5):  # superseded commits: records the compaction drops
+        await commit_offsets(ws, member, [{"topic": "orders", "partition": 0, "offset": offset}])
+    before = await scrape(http)
+    assert before[("rebalance_lab_log_compactions_total", ())] == 0
+    assert ("rebalance_lab_log_last_compaction_timestamp_seconds", ()) not in before
+    started = time.time()
+    result = await compact_log(runtime)
+    assert result.records_dropped == 4
+    after = await scrape(http)
+    assert after[("rebalance_lab_log_compactions_total", ())] == 1
+    assert after[("rebalance_lab_log_compacted_records_total", ())] == 4
+    ended = after[("rebalance_lab_log_last_compaction_timestamp_seconds", ())]
+    assert started <= ended <= time.time()
+
+
+@pytest.mark.asyncio
+async def test_a_busy_event_loop_shows_in_its_lag(runtime: CoordinatorRuntime) -> None:
+    lag = runtime.metrics.loop_lag
+    seen = lag.histogram.count
+    time.sleep(0.3)  # the loop is busy: this test holds it, as a long engine call would
+    while lag.histogram.count == seen:
+        await asyncio.sleep(0.01)
+    assert lag.last_s >= 0.04  # the probe's 0.25 s sleep ended at least this late
+
+
+@pytest.mark.asyncio
+async def test_celery_s_kept_task_runs_are_read_by_task_and_outcome(
+    runtime: CoordinatorRuntime, http: AsyncClient
+) -> None:
+    done = datetime.datetime(2026, 11, 27, 10, 0, tzinfo=datetime.UTC)
+
+    def record_runs() -> None:
+        for index, (status, minutes) in enumerate(
+            [("SUCCESS", 0), ("SUCCESS", 30), ("FAILURE", 10), ("STARTED", 40)]
+        ):
+            TaskResult.objects.create(
+                task_id=f"run-{index}", task_name="housekeeping.expire_offsets", status=status
+            )
+            # date_done is set to now on save (auto_now): an update sets it to the past.
+            TaskResult.objects.filter(task_id=f"run-{index}").update(
+                date_done=done + datetime.timedelta(minutes=minutes)
+            )
+
+    await sync_to_async(record_runs)()
+    counts = await scrape(http)
+    task = "housekeeping.expire_offsets"
+    runs = "rebalance_lab_housekeeping_task_runs"
+    assert counts[(runs, labels(task=task, outcome="SUCCESS"))] == 2
+    assert counts[(runs, labels(task=task, outcome="FAILURE"))] == 1
+    last = "rebalance_lab_housekeeping_last_run_timestamp_seconds"
+    latest_success = (done + datetime.timedelta(minutes=30)).timestamp()
+    assert counts[(last, labels(task=task, outcome="SUCCESS"))] == latest_success
