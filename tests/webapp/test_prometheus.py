@@ -219,6 +219,12 @@ def test_prometheus_counts_exactly_the_rebalances_driven_by_cause(
         # 2. b joins the Stable group (member_joined): a learns it from its heartbeat, rejoins.
         b.get_id()
         b_join = b.send("JoinGroup", b.join_request())
+        # Another socket: the server may read it after a's next frame. Wait for the rebalance.
+        wait_for(
+            lambda: server.get(f"/api/groups/{GROUP}")["state"] == "PreparingRebalance",
+            10,
+            "b's JoinGroup to start a rebalance",
+        )
         beat = a.call(
             "Heartbeat",
             {"group_id": GROUP, "generation_id": a.generation, "member_id": a.member_id},
