@@ -8,6 +8,7 @@ records and events out. See docs/engine.md for the theory of operation.
 from .classic import GroupState, GroupView, MemberView
 from .config import CoordinatorConfig
 from .consumer import ConsumerGroupState, ConsumerGroupView, ConsumerMemberView, MemberState
+from .context import GroupSummary
 from .coordinator import CleanupResult, GroupCoordinator
 from .errors import Errors, ReplayError
 from .events import GroupEvent, RebalanceCause, RemovalReason
@@ -86,6 +87,7 @@ __all__ = [
     "GroupCoordinator",
     "GroupEvent",
     "GroupState",
+    "GroupSummary",
     "GroupView",
     "HandoffGroupView",
     "HandoffHeartbeatRequest",

@@ -27,6 +27,7 @@ See docs/engine.md, "Layout".
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -43,6 +44,25 @@ from .timers import TimerQueue
 from .topics import TopicImage
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GroupSummary:
+    """A group in one line, whatever its kind: what a host reads of every group at once (a
+    metrics scrape of thousands of groups), without the members a view copies.
+
+    kind: ``classic``, ``handoff`` or ``consumer``. state: the kind's state name.
+    generation_id: a classic group's generation, a handoff group's plan epoch, a consumer
+    group's group epoch. protocol: a classic group's selected protocol (the assignor its
+    members chose), a consumer group's server assignor, None for a handoff group (or a classic
+    group without one). member_count: its members (not counting KIP-394 pending ones)."""
+
+    group_id: str
+    kind: str
+    state: str
+    generation_id: int
+    protocol: str | None
+    member_count: int
+
+
 class Group(Protocol):
     """The metadata of one group, whatever its kind (each kind's ``group`` module): what the
     shared code reads of it. ``kind`` names the group's kind, and so the manager the façade
@@ -56,6 +76,10 @@ class Group(Protocol):
 
     def view(self) -> object:
         """A frozen snapshot for the host (`GroupCoordinator.group`)."""
+        ...
+
+    def summary(self) -> GroupSummary:
+        """The group in one line (`GroupCoordinator.group_summaries`)."""
         ...
 
 

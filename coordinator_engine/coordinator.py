@@ -47,14 +47,22 @@ the reply and event queues. See docs/engine.md, "Layout".
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast, overload
 
 from .classic import ClassicGroupManager, GroupView
 from .config import CoordinatorConfig
 from .consumer import ConsumerGroupManager, ConsumerGroupView
-from .context import CoordinatorContext, Group, GroupManager, Handler, Record, TimerKey
+from .context import (
+    CoordinatorContext,
+    Group,
+    GroupManager,
+    GroupSummary,
+    Handler,
+    Record,
+    TimerKey,
+)
 from .errors import CoordinatorError, Errors, ReplayError, error_code_of
 from .events import GroupEvent
 from .handoff import HandoffGroupManager, HandoffGroupView
@@ -354,6 +362,21 @@ class GroupCoordinator:
         """Whether the handoff groups' partition store is reachable
         (`set_partition_store_available`)."""
         return self._handoff.partition_store_available
+
+    def group_kind(self, group_id: str) -> str | None:
+        """The kind of a group (``classic``, ``handoff``, ``consumer``); None if there is none."""
+        group = self._groups.get(group_id)
+        return None if group is None else group.kind
+
+    def group_summaries(self, group_ids: Iterable[str] | None = None) -> list[GroupSummary]:
+        """Every group in one line (`GroupSummary`: kind, state, generation, protocol, member
+        count), in the order the groups were made, or those of `group_ids` that exist, in
+        that order: what a host reads of many groups at once, without copying their members as
+        `group` does."""
+        if group_ids is None:
+            return [group.summary() for group in self._groups.values()]
+        groups = self._groups
+        return [groups[g].summary() for g in group_ids if g in groups]
 
     def group_ids(self) -> list[str]:
         """Ids of every group this coordinator holds, sorted."""

@@ -4,8 +4,9 @@
 # drive /usr/bin/chromium headless), and Node.js with npm when the machine has none (the
 # dashboard's front-end libraries), and a Java runtime when there is no `java` (PySpark 4.3 runs
 # Spark on Java 17 or 21: Debian's openjdk-17-jre-headless), and kcat (the Kafka tool people reach
-# for first; the Kafka listener's tests list topics with `kcat -L`). Idempotent: does nothing when all
-# are present.
+# for first; the Kafka listener's tests list topics with `kcat -L`), and prometheus with its promtool
+# (tests/webapp/test_prometheus.py scrapes a real server with it and checks the alerting rules in
+# docs/ with promtool). Idempotent: does nothing when all are present.
 set -euo pipefail
 
 missing=()
@@ -15,6 +16,7 @@ command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+{ command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || missing+=(prometheus)
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

@@ -26,6 +26,8 @@ style: every knob is an environment variable with a typed helper and a working d
   report it in ``/healthz`` (``engine_profile``), for benchmarks.
 * ``REBALANCE_LAB_ANONYMOUS_READ`` (on): anonymous visitors may read the dashboard and the
   API; ``REBALANCE_LAB_OPEN_API`` (off): the API's write methods need no staff session.
+* ``REBALANCE_LAB_METRICS_TOKEN`` (none): ``/metrics`` answers only requests bearing this
+  token (``Authorization: Bearer …``); without one, only requests from a loopback address.
 * ``SECRET_KEY``, or ``SECRET_KEY_FILE`` (``STATE_DIR/secret-key``) a file holding it: what sessions
   and CSRF tokens are signed with. There is no default: ``make run`` creates a random one once in
   ``STATE_DIR/secret-key``; a server without one refuses to start (``webapp.secret_key``).
@@ -273,6 +275,9 @@ REBALANCE_LAB_ANONYMOUS_READ = env_bool("REBALANCE_LAB_ANONYMOUS_READ", True)
 #: a staff session, for scripts and benchmarks on a trusted machine (REBALANCE_LAB_OPEN_API,
 #: off). Off, they need a staff session and the CSRF token, like the dashboard's actions.
 REBALANCE_LAB_OPEN_API = env_bool("REBALANCE_LAB_OPEN_API", False)
+#: Who may scrape /metrics: bearers of this token; when empty, loopback clients only
+#: (REBALANCE_LAB_METRICS_TOKEN, docs/operations.md "Metrics").
+REBALANCE_LAB_METRICS_TOKEN = env_str("REBALANCE_LAB_METRICS_TOKEN", "")
 
 ROOT_URLCONF = "webapp.urls"
 ASGI_APPLICATION = "webapp.asgi.application"

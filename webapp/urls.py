@@ -1,5 +1,6 @@
-"""HTTP routes: the dashboard's pages, sign-in, the Django admin, the health check, the JSON API
-(``webapp.dashboard.api``) and the staff actions (``webapp.dashboard.actions``).
+"""HTTP routes: the dashboard's pages, sign-in, the Django admin, the health check, Prometheus'
+metrics (``webapp.dashboard.metrics``), the JSON API (``webapp.dashboard.api``) and the staff
+actions (``webapp.dashboard.actions``).
 
 A group id may contain '/': ``<path:group_id>`` takes it whole, and the events route comes
 first, so ``/api/groups/a/b/events`` is the history of group ``a/b``.
@@ -9,7 +10,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .dashboard import actions, api, pages
+from .dashboard import actions, api, metrics, pages
 
 urlpatterns = [
     path("", pages.overview, name="overview"),
@@ -21,6 +22,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("healthz", api.healthz, name="healthz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("api/admin/<str:action>", actions.admin_action, name="admin-action"),
     path("api/housekeeping", api.housekeeping, name="housekeeping"),
     path("api/analysis", api.analysis, name="analysis"),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from ..consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, subscribed_topics
+from ..context import GroupSummary
 from .state import GroupState
 
 if TYPE_CHECKING:
@@ -260,6 +261,16 @@ class ClassicGroup:
         return self.subscribed_topics is None or topic in self.subscribed_topics
 
     # -- views ------------------------------------------------------------------------------
+
+    def summary(self) -> GroupSummary:
+        return GroupSummary(
+            group_id=self.group_id,
+            kind=self.kind,
+            state=self.state.value,
+            generation_id=self.generation_id,
+            protocol=self.protocol_name,
+            member_count=len(self.members),
+        )
 
     def view(self) -> GroupView:
         return GroupView(

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from uuid import UUID
 
+from ..context import GroupSummary
 from ..errors import IllegalStateTransition
+from ..server_assignors import DEFAULT_SERVER_ASSIGNOR
 from .records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -421,6 +423,16 @@ class ConsumerGroup:
         for topic_id, partition in partitions:
             out.setdefault(self.topic_name(topic_id) or str(topic_id), []).append(partition)
         return {t: tuple(sorted(p)) for t, p in sorted(out.items())}
+
+    def summary(self) -> GroupSummary:
+        return GroupSummary(
+            group_id=self.group_id,
+            kind=self.kind,
+            state=self.state.value,
+            generation_id=self.group_epoch,
+            protocol=self.preferred_assignor() or DEFAULT_SERVER_ASSIGNOR,
+            member_count=len(self.members),
+        )
 
     def view(self) -> ConsumerGroupView:
         named = self.named

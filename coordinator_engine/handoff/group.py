@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..context import GroupSummary
 from ..requests import TopicPartition
 from .records import HandoffGroupValue, HandoffMemberValue
 from .state import HandoffState
@@ -111,6 +112,16 @@ class HandoffGroup:
 
     def subscribed_topics(self) -> frozenset[str]:
         return frozenset(t for m in self.members.values() for t in m.topics)
+
+    def summary(self) -> GroupSummary:
+        return GroupSummary(
+            group_id=self.group_id,
+            kind=self.kind,
+            state=self.state.value,
+            generation_id=self.epoch,
+            protocol=None,
+            member_count=len(self.members),
+        )
 
     def view(self) -> HandoffGroupView:
         return HandoffGroupView(

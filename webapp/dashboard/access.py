@@ -6,6 +6,8 @@
   anyone when ``REBALANCE_LAB_OPEN_API`` is on (scripts and benchmarks on a trusted machine).
 * The dashboard's actions (``/api/admin/<action>``): staff with a session and the CSRF token,
   always.
+* ``/metrics`` has its own rule (``webapp.dashboard.metrics``): bearers of
+  ``REBALANCE_LAB_METRICS_TOKEN``, or loopback clients when no token is set.
 
 Refusals are JSON errors in the API's shape (``{"error": {"code", "message"}}``): 401 when
 signing in would help, 403 when it would not (not staff, no CSRF token).

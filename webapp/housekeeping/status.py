@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import Task
+from django.db.models import Count, Max
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 from django_celery_results.models import TaskResult
 
 from . import tasks
 
-__all__ = ["TASKS", "HousekeepingTask", "housekeeping_status", "run_now"]
+__all__ = ["TASKS", "HousekeepingTask", "housekeeping_status", "run_now", "task_result_counts"]
 
 
 def _staff_report() -> dict[str, Any]:
@@ -111,6 +112,18 @@ def housekeeping_status() -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def task_result_counts() -> list[tuple[str, str, int, datetime.datetime | None]]:
+    """``(task name, status, runs, latest done_at)`` of every task run the results backend
+    keeps (django-celery-results' rows: one per run, its status the outcome; Celery deletes
+    rows older than ``result_expires``, a day), for ``/metrics``."""
+    rows = (
+        TaskResult.objects.values("task_name", "status")
+        .annotate(runs=Count("id"), latest=Max("date_done"))
+        .order_by("task_name", "status")
+    )
+    return [(row["task_name"] or "", row["status"], row["runs"], row["latest"]) for row in rows]
 
 
 def run_now(key: str) -> str:

@@ -49,6 +49,7 @@ from coordinator_engine.cluster import (
 )
 from coordinator_engine.requests import Request
 
+from .metrics import RuntimeMetrics
 from .topics import TopicRegistry, TopicSpec
 from .turns import TurnBudget
 
@@ -88,6 +89,11 @@ class RuntimeAPI(Protocol):
     def config(self) -> CoordinatorConfig:
         """The engine's configuration (a consumer-protocol member's client is told the
         coordinator's session, which it does not choose)."""
+
+    @property
+    def metrics(self) -> RuntimeMetrics:
+        """What ``/metrics`` counts; a transport counts each request it decodes
+        (``metrics.count_request(api, transport)``)."""
 
     @property
     def turns(self) -> TurnBudget:
@@ -245,6 +251,10 @@ class HousekeepingAPI(Protocol):
     @property
     def last_seq(self) -> int:
         """The sequence number of the latest event."""
+
+    @property
+    def metrics(self) -> RuntimeMetrics:
+        """What ``/metrics`` counts (a compaction reports itself)."""
 
     def cleanup(self) -> CleanupResult:
         """Kafka's offset expiry and group cleanup, now."""

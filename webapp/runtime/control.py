@@ -100,6 +100,7 @@ async def compact_log(runtime: HousekeepingAPI) -> CompactionResult:
         log = runtime.record_log
         dropped += log.drop(plan[start : start + COMPACTION_SLICE])
         await asyncio.sleep(0)
+    runtime.metrics.compacted(dropped)
     return CompactionResult(
         records_before=before,
         records_dropped=dropped,

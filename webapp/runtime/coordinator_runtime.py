@@ -28,7 +28,9 @@ its own, which it creates and wires:
 * ``cluster``: FindCoordinator and Metadata, answered here, not by the engine;
 * ``record_log``: the log's lock (one process owns a log) and its checkpoints off the loop;
 * ``profiling``: :class:`~webapp.runtime.profiling.EngineProfile`, the time spent inside the
-  engine (``REBALANCE_LAB_PROFILE_ENGINE``).
+  engine (``REBALANCE_LAB_PROFILE_ENGINE``);
+* ``metrics``: :class:`~webapp.runtime.metrics.RuntimeMetrics`, what ``/metrics`` counts:
+  rebalances from the events it publishes, the responses' error codes, the loop's lag.
 
 * **One thread.** Every engine call happens on the event loop thread (the one Daphne serves
   on). The engine is synchronous and fast, so a call simply runs; nothing is locked. Code on
@@ -105,6 +107,7 @@ from .events import SequencedEvent
 from .faults import FaultRecovery, ParkedReplies
 from .group_commit import GroupCommit
 from .history import HistoryWriter, Publisher, last_stored_seq_per_group
+from .metrics import RuntimeMetrics
 from .presence import Presence, heartbeats, joins
 from .profiling import EngineProfile
 from .record_log import Checkpointer, LogLock
@@ -202,6 +205,10 @@ class CoordinatorRuntime:
         self._rearm = self.timer.rearm
         #: Time spent in the engine, when asked for (``profile_engine``); None otherwise.
         self.engine_profile: EngineProfile | None = EngineProfile() if profile_engine else None
+        #: What ``/metrics`` counts (``webapp.runtime.metrics``).
+        self.metrics = RuntimeMetrics(self._group_kind)
+        self._on_metrics_event = self.metrics.rebalances.on_event
+        self._count_response = self.metrics.requests.count_response
         #: Engine faults and the reload after one (``webapp.runtime.faults``).
         self.recovery = FaultRecovery(
             log_path=self.log_path,
@@ -267,6 +274,10 @@ class CoordinatorRuntime:
             raise RuntimeNotReady(self._unavailable_reason())
         return self._coordinator
 
+    def _group_kind(self, group_id: str) -> str | None:
+        coordinator = self._coordinator
+        return None if coordinator is None else coordinator.group_kind(group_id)
+
     def _unavailable_reason(self) -> str:
         if self.recovery.recovering:
             return (
@@ -325,6 +336,7 @@ class CoordinatorRuntime:
         self.history.start()
         self._checkpointer = Checkpointer(self._log, self.checkpoint_interval_s)
         self._checkpointer.start()
+        self.metrics.loop_lag.start()
         self._serve(self._coordinator)
         self._started = True
         self.topic_service.report_partitions()
@@ -385,6 +397,7 @@ class CoordinatorRuntime:
                 await self._control
         if self._checkpointer is not None:
             await self._checkpointer.stop()
+        await self.metrics.loop_lag.stop()
         await self.history.stop()
         if self.publisher is not None:
             await self.publisher.stop()
@@ -437,7 +450,7 @@ class CoordinatorRuntime:
         profile = self.engine_profile
         started = time.perf_counter() if profile is not None else 0.0
         try:
-            return self.coordinator.handle(request, self._now())
+            reply = self.coordinator.handle(request, self._now())
         except Exception as exc:
             self._engine_failed(f"handle({type(request).__name__})", exc)
             raise
@@ -446,6 +459,12 @@ class CoordinatorRuntime:
                 profile.handle_calls += 1
                 profile.handle_s += time.perf_counter() - started
             self._rearm()
+        request_type = type(request)
+        if reply.done:
+            self._count_response(request_type, reply.response)
+        else:
+            reply.add_done_callback(lambda response: self._count_response(request_type, response))
+        return reply
 
     async def submit(
         self, request: AnyRequest, *, via: str | None = None, connection: object | None = None
@@ -754,6 +773,10 @@ class CoordinatorRuntime:
         self.history.add(item)
         if self.publisher is not None:
             self.publisher.add(item)
+        try:
+            self._on_metrics_event(event)
+        except Exception:
+            logger.exception("metrics: counting %s failed", event.type)
         for fn in tuple(self._listeners):
             try:
                 fn(item)

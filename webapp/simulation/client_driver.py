@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from coordinator_engine.client import ClientEvent, ConsumerClient, GroupClient, HandoffClient
 from webapp.runtime.api import RuntimeAPI
+from webapp.runtime.metrics import api_name
 from webapp.transports.websocket.codec import FrameError, decode_response, request_frame
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ class InProcessTransport:
         self.connection = connection
 
     def send(self, request: Any, on_response: OnResponse, on_failure: OnFailure) -> None:
+        self.runtime.metrics.count_request(api_name(type(request)), "simulated")
         try:
             self.runtime.submit_nowait(
                 request, on_response, on_failure, via="simulated", connection=self.connection

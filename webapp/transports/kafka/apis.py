@@ -1157,6 +1157,30 @@ HANDLERS: dict[int, Handler] = {
 }
 
 
+#: Kafka's name of each API served (``/metrics`` counts requests by it).
+API_NAMES: dict[int, str] = {
+    API_VERSIONS: "ApiVersions",
+    METADATA: "Metadata",
+    FIND_COORDINATOR: "FindCoordinator",
+    JOIN_GROUP: "JoinGroup",
+    SYNC_GROUP: "SyncGroup",
+    HEARTBEAT: "Heartbeat",
+    LEAVE_GROUP: "LeaveGroup",
+    OFFSET_COMMIT: "OffsetCommit",
+    OFFSET_FETCH: "OffsetFetch",
+    LIST_OFFSETS: "ListOffsets",
+    FETCH: "Fetch",
+    PRODUCE: "Produce",
+    DESCRIBE_GROUPS: "DescribeGroups",
+    LIST_GROUPS: "ListGroups",
+    DELETE_GROUPS: "DeleteGroups",
+    OFFSET_DELETE: "OffsetDelete",
+    CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
+    CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
+}
+
+
 async def handle(context: Context, request: Request) -> Any:
-    """kio's response body to ``request``."""
+    """kio's response body to ``request`` (counted by its API, as a ``kafka`` request)."""
+    context.runtime.metrics.count_request(API_NAMES[request.api_key], "kafka")
     return await HANDLERS[request.api_key](context, request)

@@ -94,6 +94,7 @@ class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
         return request
 
     async def _serve(self, frame: codec.Frame) -> None:
+        self.runtime.metrics.count_request(frame.api, "websocket")
         turns = self.runtime.turns
         try:
             # A burst of frames (a group's members all rejoining) takes its turn in shares.

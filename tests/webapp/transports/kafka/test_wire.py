@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from webapp.transports.kafka.apis import SUPPORTED
+from webapp.transports.kafka.apis import API_NAMES, HANDLERS, SUPPORTED
 from webapp.transports.kafka.listener import KafkaListener
 
 pytestmark = pytest.mark.asyncio
@@ -363,3 +363,10 @@ async def test_librdkafka_s_all_topics_metadata_request_is_answered_as_kafka_ans
     assert struct.unpack(">i", reply[:4])[0] == 5
     answer, _ = entity_reader(MetadataResponse)(reply, 5)  # id, empty header tags
     assert [(topic.name, len(topic.partitions)) for topic in answer.topics] == [("listed", 3)]
+
+
+async def test_each_request_is_counted_by_its_api_as_a_kafka_request(kafka: KafkaListener) -> None:
+    assert set(API_NAMES) == set(HANDLERS) == set(SUPPORTED)
+    assert await answers_api_versions(kafka)
+    assert await answers_api_versions(kafka)
+    assert kafka.runtime.metrics.requests.requests == {("ApiVersions", "kafka"): 2}
