@@ -59,11 +59,12 @@ being the group's events of one ``at_ms``:
   member id otherwise; moved, kept and stickiness as for classic groups;
 * revoked: each partition of a ConsumerPartitionsRevoked, and each partition a removed member
   (MemberRemoved) held: its owner's last ConsumerPartitionsRevoked/Assigned of the partition
-  before the removal was an assignment; each revocation, at its event's seq and time and in
-  its event's rebalance, runs to the group's next ConsumerPartitionsAssigned of the partition;
-  revocations of one partition in one rebalance with the same next assignment are one
-  interval, from the first; it ends at that assignment when it comes no later than the
-  rebalance's end, else at the rebalance's end, and is not summed while open;
+  before the removal, and after the owner's previous removal, was an assignment; each
+  revocation, at its event's seq and time and in its event's rebalance, runs to the group's next
+  ConsumerPartitionsAssigned of the partition; revocations of one partition in one rebalance
+  with the same next assignment are one interval, from the first; it ends at that assignment
+  when it comes no later than the rebalance's end, else at the rebalance's end, and is not
+  summed while open;
 * the consumer groups' rebalances join the classic groups' for the storms and the figures.
 
 ``pandas_report`` reads with pyarrow (only the columns needed, only the six types; then the
@@ -362,10 +363,15 @@ def _pandas_consumer(dataset: ds.Dataset) -> pd.DataFrame:
     assigned = items[items["type"] == "ConsumerPartitionsAssigned"]
     removals = ev.loc[kind == "MemberRemoved", ["group_id", "member_id", "seq", "rebalance_id"]]
     removals = removals.assign(owner=owners(removals)).drop(columns="member_id")
+    # Each removal ends what its owner held: the next one counts only what came after it.
+    removals["previous_removed"] = (
+        removals.sort_values("seq").groupby(["group_id", "owner"])["seq"].shift(1).fillna(0)
+    )
     words = items.assign(owner=owners(items)).merge(
         removals, on=["group_id", "owner"], suffixes=("", "_removed")
     )
-    words = words[words["seq"] < words["seq_removed"]]
+    since_last_removal = words["seq"] > words["previous_removed"]
+    words = words[(words["seq"] < words["seq_removed"]) & since_last_removal]
     last_words = words.sort_values("seq").drop_duplicates(
         ["group_id", "owner", "topic", "partition", "seq_removed"], keep="last"
     )
@@ -1071,15 +1077,20 @@ def _duckdb_consumer_sql(renamed: str) -> list[str]:
         """
         CREATE TEMP TABLE cunavailable AS
         WITH removals AS (
-            SELECT c.group_id, coalesce(i.group_instance_id, c.member_id) AS owner, c.seq,
-                c.at_ms, c.rebalance_id
-            FROM cev c LEFT JOIN cinstances i USING (group_id, member_id)
-            WHERE c.type = 'MemberRemoved'
+            SELECT group_id, owner, seq, at_ms, rebalance_id,
+                lag(seq, 1, 0) OVER (PARTITION BY group_id, owner ORDER BY seq) AS previous_seq
+            FROM (
+                SELECT c.group_id, coalesce(i.group_instance_id, c.member_id) AS owner, c.seq,
+                    c.at_ms, c.rebalance_id
+                FROM cev c LEFT JOIN cinstances i USING (group_id, member_id)
+                WHERE c.type = 'MemberRemoved'
+            )
         ), held AS (
             SELECT r.group_id, i.topic, i.part, r.seq, any_value(r.at_ms) AS at_ms,
                 any_value(r.rebalance_id) AS rebalance_id, arg_max(i.type, i.seq) AS last_word
             FROM removals r
             JOIN citems i ON i.group_id = r.group_id AND i.owner = r.owner AND i.seq < r.seq
+                AND i.seq > r.previous_seq
             GROUP BY r.group_id, r.owner, i.topic, i.part, r.seq
         ), revocations AS (
             SELECT group_id, topic, part, seq, at_ms, rebalance_id FROM citems

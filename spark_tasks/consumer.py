@@ -60,7 +60,10 @@ are compared on the same figures.
   when it left for a while as a static member, epoch -2). A static member is followed under
   every member id of its instance (one that comes back under a new member id takes its old
   assignment over, with ``StaticMemberReplaced`` and no assignment event; it holds them from
-  then); a removal opens revocations for what it held that was not revoked already.
+  then); a removal ends what it held (its instance's next removal counts only what it was
+  assigned since) and opens revocations for what it held that was not revoked already. A
+  member removed while away at epoch -2 (its session ran out) closed cleanly, committing what
+  it processed: it opens no duplicate-consumption window.
 """
 
 from __future__ import annotations
@@ -443,9 +446,11 @@ def consumer_holdings(events: DataFrame) -> DataFrame:
     """The partitions each member held when it was removed (module docstring), with
     ``pending`` (it had been told to revoke it): ``group_id``, ``member_id``, ``topic``,
     ``partition``, ``granted_ms`` (when it was assigned it), ``pending``, and the removal's
-    ``seq``, ``at_ms``, ``rebalance_id``, ``reason``. A static member's partitions are followed
-    under every member id of its instance: one that comes back under a new member id takes its
-    old assignment over without an assignment event."""
+    ``seq``, ``at_ms``, ``rebalance_id``, ``reason``, ``away`` (the member had left for a while
+    at epoch -2 and not joined since: its session ran out while it was away). A static
+    member's partitions are followed under every member id of its instance: one that comes
+    back under a new member id takes its old assignment over without an assignment event;
+    each removal of the instance ends what it held."""
     instances = F.broadcast(_member_instances(events))
 
     def by_owner(frame: DataFrame) -> DataFrame:
@@ -464,10 +469,39 @@ def consumer_holdings(events: DataFrame) -> DataFrame:
             )
         )
     ).drop("member_id")
-    removals = by_owner(
-        events.where(is_type("MemberRemoved")).select(
-            "group_id", "member_id", "seq", "at_ms", "rebalance_id", "reason"
+    # A member id away at epoch -2 (it left for a while as a static member, committing first)
+    # that did not join again before its removal: it held nothing it had not committed.
+    presence = (
+        events.where(is_type("ConsumerStaticMemberLeft"))
+        .select("group_id", "member_id", "seq", F.lit(True).alias("_away"))
+        .unionByName(
+            events.where(is_type("ConsumerMemberJoined")).select(
+                "group_id", "member_id", "seq", F.lit(False).alias("_away")
+            )
         )
+    )
+    removed = events.where(is_type("MemberRemoved")).select(
+        "group_id", "member_id", "seq", "at_ms", "rebalance_id", "reason"
+    )
+    away = (
+        removed.select("group_id", "member_id", F.col("seq").alias("_removed_seq"))
+        .join(presence, ["group_id", "member_id"])
+        .where(F.col("seq") < F.col("_removed_seq"))
+        .groupBy("group_id", "member_id", "_removed_seq")
+        .agg(F.max_by("_away", "seq").alias("away"))
+        .withColumnRenamed("_removed_seq", "seq")
+    )
+    # Each removal ends what its owner held: the owner's next removal counts only what it was
+    # assigned after this one (a static instance comes back, fresh, after its session expired).
+    removals = by_owner(
+        removed.join(away, ["group_id", "member_id", "seq"], "left").withColumn(
+            "away", F.coalesce("away", F.lit(False))
+        )
+    ).withColumn(
+        "_previous_removed_seq",
+        F.coalesce(
+            F.lag("seq").over(Window.partitionBy("group_id", "_owner").orderBy("seq")), F.lit(0)
+        ),
     )
     # A member releases everything it was told to revoke when it leaves UNREVOKED_PARTITIONS,
     # and drops it when it leaves for a while as a static member (epoch -2).
@@ -484,10 +518,14 @@ def consumer_holdings(events: DataFrame) -> DataFrame:
     keys = ["group_id", "_owner", "topic", "partition"]
     last = (
         moves.join(
-            removals.select("group_id", "_owner", F.col("seq").alias("_removed_seq")),
+            removals.select(
+                "group_id", "_owner", F.col("seq").alias("_removed_seq"), "_previous_removed_seq"
+            ),
             ["group_id", "_owner"],
         )
-        .where(F.col("seq") < F.col("_removed_seq"))
+        .where(
+            (F.col("seq") < F.col("_removed_seq")) & (F.col("seq") > F.col("_previous_removed_seq"))
+        )
         .groupBy(*keys, "_removed_seq")
         .agg(
             F.max(F.struct("seq", "_assigned")).alias("_last"),
@@ -531,6 +569,7 @@ def consumer_holdings(events: DataFrame) -> DataFrame:
             "at_ms",
             "rebalance_id",
             "reason",
+            "away",
         )
     )
 

@@ -942,7 +942,8 @@ def report_tables(
     forced_handoff = held_by_handoff.join(
         removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
     )
-    forced_consumer = held_by_consumer.join(
+    # A consumer-protocol member removed while away at epoch -2 committed as it closed.
+    forced_consumer = held_by_consumer.where(~F.col("away")).join(
         removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
     )
     held = ["group_id", "member_id", "topic", "partition", "granted_ms", "seq", "at_ms", "reason"]

@@ -612,14 +612,16 @@ def test_the_report_and_both_peers_agree_on_random_consumer_churn(
     spark: SparkSession, tmp_path: Any
 ) -> None:
     """Joins, leaves, crashes, stalled members, static restarts, commits and grown topics at
-    random, several engine calls often in one millisecond: the report's per-group figures and
-    both peers' are the same (the benchmark's comparison, bench/spark_report.py)."""
+    random, several engine calls often in one millisecond, and a static instance fenced twice:
+    the report's per-group figures and both peers' are the same (the benchmark's comparison,
+    bench/spark_report.py)."""
     from spark_tasks.rebalance_report import run
 
     from .consumer_churn import consumer_churn
 
     history = History()
     history.add(*consumer_churn(seed=7, groups=6, steps=2_500))
+    history.add(*static_member_crashing_twice("twice").events)
     directory = history.write(tmp_path / "history")
     summary = run(spark, directory, tmp_path / "report")
     peers = _peers()
@@ -653,3 +655,105 @@ def test_the_report_and_both_peers_agree_on_random_consumer_churn(
     assert set(summary["protocols"]) == {"consumer"}
     assert cut(peers.pandas_report(directory)) == spark_figures
     assert cut(peers.duckdb_report(directory)) == spark_figures
+
+
+def static_member_crashing_twice(group: str = GROUP) -> Consumer:
+    """``two_members`` with a static a (instance host-a) that crashes: its last heartbeat at
+    1,300, its session ends at 46,300 (fenced, holding t-0 and t-1), and b takes everything.
+    At 50,000 a3 starts under the same instance (a fresh join: a is gone), is given two of
+    b's partitions once b released them, and crashes too: its last heartbeat at 50,500, its
+    session ends at 95,500."""
+    c = Consumer(group)
+    c.hb("a", instance="host-a")
+    c.at(1_000)
+    c.tick("b")
+    c.at(1_100)
+    c.hb("a", 0, 1, 2, 3, instance="host-a")
+    c.at(1_300)
+    c.hb("a", 0, 1, instance="host-a")  # a's last heartbeat
+    c.at(1_400)
+    c.tick("b")
+    for ms in range(5_000, 46_000, 4_000):
+        c.at(ms)
+        c.tick("b")
+    c.at(46_300)  # a is fenced
+    c.at(46_400)
+    assert c.tick("b").assignment == {TOPIC: (0, 1, 2, 3)}
+    c.at(50_000)
+    c.hb("a3", instance="host-a")
+    c.at(50_100)
+    c.tick("b")  # told to revoke two partitions
+    c.at(50_200)
+    c.tick("b")  # releases them
+    c.at(50_500)
+    given = c.tick("a3").assignment  # a3's last heartbeat
+    assert given is not None and len(given[TOPIC]) == 2
+    for ms in range(54_000, 95_000, 4_000):
+        c.at(ms)
+        c.tick("b")
+    c.at(95_500)  # a3 is fenced
+    return c
+
+
+def test_each_removal_of_a_static_instance_ends_what_it_held(spark: SparkSession) -> None:
+    """A static instance fenced twice holds, the second time, only what its second process
+    was given: not what the first held before its own removal (days before, in a long
+    history), which would open windows and revocations for partitions it never had."""
+    c = static_member_crashing_twice()
+    given = c.owned["a3"]
+    report = tables(spark, c.events)
+    windows = report["duplicate_consumption"].orderBy("window_start_ms", "partition").collect()
+    figures = [
+        (w.member_id, w.partition, w.window_start_ms - T0, w.window_ms, w.committed_ms)
+        for w in windows
+    ]
+    # a: t-0 and t-1 from their grant (0) to its last heartbeat (1,300), never committed; a3:
+    # its two partitions from when it got them (50,500) to its last heartbeat (50,500).
+    assert figures == [
+        ("a", 0, 0, 1_300, None),
+        ("a", 1, 0, 1_300, None),
+        *[("a3", p, 50_500, 0, None) for p in given],
+    ]
+    revoked_at_removal = [
+        (u.partition, u.revoked_from, u.revoked_ms - T0)
+        for u in report["partition_unavailability"].orderBy("revoked_ms", "partition").collect()
+        if u.revoked_ms - T0 == 95_500
+    ]
+    assert revoked_at_removal == [(p, "a3", 95_500) for p in given]
+
+
+def test_a_static_member_whose_session_ends_while_away_opens_no_window(
+    spark: SparkSession,
+) -> None:
+    """A static member that left for a while (epoch -2) closed cleanly, committing what it
+    had processed: when its session ends before it comes back, its partitions pass on from
+    that commit, and nothing is processed twice (its removal still revokes them)."""
+    c = Consumer("away")
+    c.hb("s", instance="host-s")
+    c.at(1_000)
+    c.tick("e")
+    c.at(1_100)
+    c.hb("s", 0, 1, 2, 3, instance="host-s")
+    c.at(1_300)
+    c.hb("s", 0, 1, instance="host-s")
+    c.at(1_400)
+    c.tick("e")
+    c.at(1_500)
+    c.commit("s", 0, 10)
+    c.at(2_000)
+    c.hb("s", 0, 1, epoch=-2, instance="host-s")  # away for a while, its session running
+    for ms in range(5_000, 47_000, 4_000):
+        c.at(ms)
+        c.tick("e")
+    c.at(47_000)  # its session ends: fenced
+    c.at(47_100)
+    assert c.tick("e").assignment == {TOPIC: (0, 1, 2, 3)}
+    removed = [e for e in c.events if type(e).__name__ == "MemberRemoved"]
+    assert [(e.member_id, e.reason) for e in removed] == [("s", "session_timeout")]
+    report = tables(spark, c.events)
+    assert report["duplicate_consumption"].count() == 0
+    revoked = [
+        (u.partition, u.revoked_from, u.revoked_ms - T0, u.assigned_to)
+        for u in report["partition_unavailability"].orderBy("revoked_ms", "partition").collect()
+    ]
+    assert revoked[-2:] == [(0, "s", 47_000, "e"), (1, "s", 47_000, "e")]
