@@ -35,6 +35,7 @@ import ipaddress
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -62,6 +63,7 @@ from coordinator_engine import (
     HandoffState,
 )
 from coordinator_engine.records import OffsetCommitValue
+from webapp.housekeeping.liveness import LIVENESS
 from webapp.housekeeping.status import task_result_counts
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, current_runtime
 from webapp.runtime.metrics import CountsSnapshot, GroupCounts, Histogram
@@ -325,9 +327,11 @@ class ProcessCollector(Collector):
         self,
         runtime: CoordinatorRuntime | None,
         task_runs: Iterable[tuple[str, str, int, datetime.datetime | None]],
+        processes: Mapping[str, Any] | None = None,
     ) -> None:
         self.runtime = runtime
         self.task_runs = list(task_runs)
+        self.processes = processes
 
     def collect(self) -> Iterator[Metric]:
         runtime = self.runtime
@@ -355,6 +359,18 @@ class ProcessCollector(Collector):
                 last.add_metric([task, outcome], done)
         yield runs
         yield last
+        up = GaugeMetricFamily(
+            "rebalance_lab_housekeeping_up",
+            "1 while the Celery process answers (a worker Celery's ping, beat its own "
+            "announcement), 0 when it does not; no sample before the first answer "
+            '(docs/operations.md, "Supervision").',
+            labels=("process",),
+        )
+        for process in ("worker", "beat"):
+            alive = (self.processes or {}).get(process, {}).get("alive")
+            if alive is not None:
+                up.add_metric([process], 1 if alive else 0)
+        yield up
         if runtime is None:
             return
         metrics = runtime.metrics
@@ -424,10 +440,11 @@ GCCollector(registry=_STANDARD)
 def process_text(
     runtime: CoordinatorRuntime | None,
     task_runs: Iterable[tuple[str, str, int, datetime.datetime | None]],
+    processes: Mapping[str, Any] | None = None,
 ) -> bytes:
     """The process's families (a few hundred lines): the interpreter's, then the runtime's."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ProcessCollector(runtime, task_runs))
+    registry.register(ProcessCollector(runtime, task_runs, processes))
     return generate_latest(_STANDARD) + generate_latest(registry)
 
 
@@ -525,7 +542,7 @@ async def metrics(request: HttpRequest) -> HttpResponse:
     # What lives on the loop is read on the loop (the groups, the counters: a copy); the text
     # of thousands of groups is written, and compressed, in a worker thread.
     runtime = current_runtime()
-    head = process_text(runtime, task_runs)
+    head = process_text(runtime, task_runs, LIVENESS.snapshot())
     samples = await runtime_samples(runtime)
     compress = "gzip" in request.headers.get("Accept-Encoding", "")
     body = await asyncio.to_thread(_body, head, samples, compress)

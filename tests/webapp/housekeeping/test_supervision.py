@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import pytest
 from websockets.sync.client import connect
 
 from tests.live_server import ROOT, LiveServer, RedisServer, wait_for
+from webapp.dashboard.metrics import parse_counts
 
 from .test_celery import every_second
 
@@ -115,6 +117,17 @@ def alive(server: LiveServer) -> dict[str, Any] | None:
     return None
 
 
+def up(server: LiveServer) -> dict[str, float]:
+    """``rebalance_lab_housekeeping_up`` by process, from a scrape of /metrics."""
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as response:
+        counts = parse_counts(response.read().decode())
+    return {
+        dict(labels)["process"]: value
+        for (name, labels), value in counts.items()
+        if name == "rebalance_lab_housekeeping_up"
+    }
+
+
 def runs_since(server: LiveServer, moment: datetime.datetime) -> list[dict[str, Any]]:
     """Offset-expiry runs that succeeded after ``moment``."""
     rows = server.query(
@@ -137,9 +150,10 @@ def test_the_server_says_whether_worker_and_beat_answer(
     (worker,) = processes["worker"]["names"]
     assert worker.startswith("celery@")
     assert processes["beat"]["seen"]["pid"] == supervisor.pid("celery-beat")
-    # The Housekeeping page's API says the same.
+    # The Housekeeping page's API says the same, and so does /metrics (a loopback scrape).
     housekeeping = server.get("/api/housekeeping")["processes"]
     assert housekeeping["worker"]["alive"] and housekeeping["beat"]["alive"]
+    assert up(server) == {"worker": 1.0, "beat": 1.0}
 
     # Beat stopped by hand: it is silent once its announcement expires.
     assert "celery-beat: stopped" in supervisor.ctl("stop", "celery-beat")
@@ -149,6 +163,7 @@ def test_the_server_says_whether_worker_and_beat_answer(
         "beat to be reported silent",
     )
     assert server.get("/healthz")["housekeeping"]["worker"]["alive"]
+    wait_for(lambda: up(server) == {"worker": 1.0, "beat": 0.0}, 30, "/metrics to say so")
 
 
 def test_a_dead_worker_is_started_again_and_the_restart_logged(
