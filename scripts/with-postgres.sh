@@ -26,33 +26,41 @@ if [ -z "$bin" ]; then
     exit 1
 fi
 
-as_owner=()
+root=false
 if [ "$(id -u)" -eq 0 ]; then
     id postgres >/dev/null 2>&1 || {
         echo "error: no postgres user to run PostgreSQL as (Debian's postgresql package makes it)" >&2
         exit 1
     }
-    as_owner=(runuser -u postgres --)
+    root=true
 fi
+# The cluster's programs, as its owner, from its directory (the caller's may be closed to it).
+as_owner() {
+    if $root; then
+        (cd "$dir" && runuser -u postgres -- "$@")
+    else
+        "$@"
+    fi
+}
 
 # /tmp, not $TMPDIR: the socket's path (directory + /.s.PGSQL.5432) must fit in 107 bytes.
 dir=$(mktemp -d /tmp/rebalance-lab-pg.XXXXXX)
-[ ${#as_owner[@]} -eq 0 ] || chown postgres: "$dir"
+! $root || chown postgres: "$dir"
 stop() {
-    "${as_owner[@]}" "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
     rm -rf "$dir"
 }
 trap stop EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-"${as_owner[@]}" "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 \
+as_owner "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 \
     --no-sync >"$dir/initdb.log" 2>&1 || {
     cat "$dir/initdb.log" >&2
     echo "error: initdb failed" >&2
     exit 1
 }
-"${as_owner[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 start \
+as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 start \
     -o "-c listen_addresses='' -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
     >/dev/null || {
     cat "$dir/postgres.log" >&2
