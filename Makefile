@@ -8,9 +8,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 KAFKA_PORT ?= 9092
 
-.PHONY: run test system venv lint typecheck jstest pytest bench clean
+.PHONY: run test system venv lint typecheck jstest pytest pytest-postgres bench clean
 
-## Debian packages (redis-server, chromium, Node.js if absent): installed once, as root, by
+## Debian packages (redis-server, chromium, PostgreSQL, Node.js if absent): installed once, as root, by
 ## the project's own script.
 system:
 	scripts/install-system-packages.sh
@@ -34,8 +34,8 @@ run: system $(STAMP) $(NODE_STAMP)
 	HOST=$(HOST) PORT=$(PORT) KAFKA_PORT=$(KAFKA_PORT) scripts/run.sh
 
 ## The whole suite: lint, strict type-check (the engine, the runtime, the transports and the
-## simulation), then every test.
-test: system $(STAMP) $(NODE_STAMP) lint typecheck jstest pytest
+## simulation), then every test, then the tests that use Django's database again on PostgreSQL.
+test: system $(STAMP) $(NODE_STAMP) lint typecheck jstest pytest pytest-postgres
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -50,6 +50,11 @@ jstest: $(NODE_STAMP)
 
 pytest: $(STAMP) $(NODE_STAMP)
 	$(PY) -m pytest
+
+## The tests marked `database` (tests/conftest.py: those that use Django's database, in-process
+## or through a live server) on a throwaway PostgreSQL cluster (scripts/with-postgres.sh).
+pytest-postgres: $(STAMP) $(NODE_STAMP)
+	scripts/with-postgres.sh $(PY) -m pytest -m database
 
 ## Benchmarks (not tests): each prints a table and ends with one JSON line.
 bench: $(STAMP)

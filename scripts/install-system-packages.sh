@@ -4,9 +4,11 @@
 # drive /usr/bin/chromium headless), and Node.js with npm when the machine has none (the
 # dashboard's front-end libraries), and a Java runtime when there is no `java` (PySpark 4.3 runs
 # Spark on Java 17 or 21: Debian's openjdk-17-jre-headless), and kcat (the Kafka tool people reach
-# for first; the Kafka listener's tests list topics with `kcat -L`), and prometheus with its promtool
+# for first; the Kafka listener's tests list topics with `kcat -L`), prometheus with its promtool
 # (tests/webapp/test_prometheus.py scrapes a real server with it and checks the alerting rules in
-# docs/ with promtool). Idempotent: does nothing when all are present.
+# docs/ with promtool), and PostgreSQL's server programs (make test runs the database tests again
+# on a throwaway cluster of its own, scripts/with-postgres.sh; no cluster of the machine's is made
+# or started). Idempotent: does nothing when all are present.
 set -euo pipefail
 
 missing=()
@@ -17,6 +19,7 @@ command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 { command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || missing+=(prometheus)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
@@ -27,5 +30,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "installing Debian packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+if [[ " ${missing[*]} " == *" postgresql "* ]]; then
+    mkdir -p /etc/postgresql-common/createcluster.d
+    echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/rebalance-lab.conf
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

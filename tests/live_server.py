@@ -2,6 +2,9 @@
 test_e2e.py, tests/webapp/housekeeping, tests/browser): its own record log, database and output
 under a directory of the test's, the in-memory channel layer unless told otherwise, on ports
 the system picks; and a throwaway redis-server for those that need the real channel layer.
+When the run itself is on PostgreSQL (``make test``'s second pass, ``scripts/with-postgres.sh``),
+a server's database is one of its own on that PostgreSQL instead of a SQLite file
+(``server_database``).
 
 No port is chosen by probing for a free one and hoping it stays free: ``serve`` binds port 0
 and says which ports it got (``--ports-file``), redis-server is started again on another port
@@ -10,6 +13,7 @@ listening, for as long as it is needed (``closed_port``)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -24,9 +28,14 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 import redis
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg.types.string import TextLoader
 from websockets.sync.client import ClientConnection, connect
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,6 +149,44 @@ def closed_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
+def _on_postgres(url: str) -> bool:
+    return urlsplit(url).scheme in ("postgres", "postgresql")
+
+
+def _postgres_connection(url: str) -> psycopg.Connection[dict[str, Any]]:
+    """An autocommit connection to the PostgreSQL database ``url`` names."""
+    # Not at the top: the benchmarks import this module without Django's settings.
+    from webapp.settings import database_from_url
+
+    config = database_from_url("DATABASE", url)
+    parameters = {
+        "dbname": config["NAME"],
+        "user": config["USER"],
+        "password": config["PASSWORD"],
+        **config.get("OPTIONS", {}),
+    }
+    if config["HOST"]:
+        parameters["host"] = config["HOST"]
+    if config["PORT"]:
+        parameters["port"] = config["PORT"]
+    return psycopg.connect(autocommit=True, row_factory=dict_row, **parameters)
+
+
+def server_database(workdir: Path) -> str:
+    """The DATABASE of a server in ``workdir``: a SQLite file there; or, when this run's own
+    DATABASE is PostgreSQL, a database of its own on the same PostgreSQL, named after
+    ``workdir`` (a server started again in the same directory finds its data, as it would its
+    SQLite file) and created the first time."""
+    run = os.environ.get("DATABASE", "")
+    if not _on_postgres(run):
+        return f"sqlite:///{workdir / 'db.sqlite3'}"
+    name = "live_" + hashlib.sha256(str(workdir).encode()).hexdigest()[:20]
+    with _postgres_connection(run) as db:
+        if not db.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            db.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return urlunsplit(urlsplit(run)._replace(path=f"/{name}"))
+
+
 class LiveServer:
     """``manage.py serve -v 0`` in ``workdir``; ``settings`` are environment variables over
     the defaults (the JSON API's writes open: tests set topics up through it)."""
@@ -158,7 +205,7 @@ class LiveServer:
             "REBALANCE_LAB_OPEN_API": "1",
             "REBALANCE_LAB_LOG_PATH": str(workdir / "coordinator.db"),
             "KAFKA_RECORDS_PATH": str(workdir / "records.db"),
-            "DATABASE": f"sqlite:///{workdir / 'db.sqlite3'}",
+            "DATABASE": settings.get("DATABASE") or server_database(workdir),
             "ANALYSIS_DIR": str(workdir / "analysis"),
             "KAFKA_PORT": "0",
             **settings,
@@ -220,11 +267,18 @@ class LiveServer:
                 stderr=subprocess.STDOUT,
             )
 
-    def query(self, sql: str, parameters: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        """Rows of the server's Django database (SQLite), as dicts."""
-        with sqlite3.connect(self.env["DATABASE"].removeprefix("sqlite:///")) as db:
-            db.row_factory = sqlite3.Row
-            return [dict(row) for row in db.execute(sql, parameters)]
+    def query(self, query: str, parameters: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        """Rows of the server's Django database (SQLite or PostgreSQL), as dicts; ``query``'s
+        placeholders are ``%s``, as in Django's raw SQL. JSON columns are their text on both."""
+        url = self.env["DATABASE"]
+        if _on_postgres(url):
+            with _postgres_connection(url) as db:
+                for json_type in ("json", "jsonb"):
+                    db.adapters.register_loader(json_type, TextLoader)
+                return db.execute(query.encode(), parameters).fetchall()
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as lite:
+            lite.row_factory = sqlite3.Row
+            return [dict(row) for row in lite.execute(query.replace("%s", "?"), parameters)]
 
     def get(self, path: str) -> Any:
         with urllib.request.urlopen(self.url + path, timeout=5) as response:

@@ -5,7 +5,9 @@ style: every knob is an environment variable with a typed helper and a working d
   the staff password, ``make run``'s logs): two labs on one machine each get their own.
 * ``REBALANCE_LAB_LOG_PATH`` (``STATE_DIR/coordinator.db``): the coordinator's record log (SQLite).
 * ``DATABASE`` (``sqlite:///STATE_DIR/db.sqlite3``): Django's database, ``sqlite:///path`` or
-  ``postgres://user:password@host:port/name``.
+  ``postgres://user:password@host:port/name`` (psycopg; libpq's parameters in the query, e.g.
+  ``postgres://lab@/lab?host=/run/postgresql`` for a Unix socket); docs/operations.md,
+  "PostgreSQL".
 * ``CHANNEL_LAYER`` (``redis``): ``redis``, at ``REDIS_URL``
   (``redis://127.0.0.1:6379/0``), or ``memory`` (one process; tests).
 * ``ADVERTISED_HOST`` / ``ADVERTISED_PORT`` (``127.0.0.1`` / ``8000``, or ``serve``'s
@@ -54,8 +56,9 @@ import dataclasses
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from coordinator_engine import CoordinatorConfig
@@ -106,14 +109,44 @@ def state_path(name: str, leaf: str) -> Path:
     return env_path(name, str(STATE_DIR / leaf))
 
 
-def database_from_url(name: str, url: str) -> dict[str, Any]:
-    """Django's DATABASES entry for ``sqlite:///path`` or ``postgres://user:pw@host:port/db``."""
+#: The query parameters of a ``postgres://`` DATABASE that Django's backend takes itself
+#: (the others are libpq's connection parameters, e.g. ``host`` for a socket directory).
+DJANGO_POSTGRES_OPTIONS = frozenset(
+    {"isolation_level", "assume_role", "server_side_binding", "pool"}
+)
+
+
+def _redacted(url: str) -> str:
+    """``url`` with its password, if any, as ``***`` (for error messages)."""
     parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        raw = unquote(url[len("sqlite://") :].removeprefix("/"))
-        if not raw:
-            raise ImproperlyConfigured(f"{name}: sqlite URL without a path: {url!r}")
-        path = Path(raw).expanduser()
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")
+    user = netloc[0].partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[2]}"))
+
+
+def database_from_url(name: str, url: str) -> dict[str, Any]:
+    """Django's DATABASES entry for ``sqlite:///path`` or ``postgres://user:pw@host:port/db``
+    (``dj_database_url``'s parsing; ``?host=/run/postgresql`` reaches a server by its Unix
+    socket). Anything else is ImproperlyConfigured, naming ``name`` and what is wrong."""
+    shown = _redacted(url)
+    expected = "a sqlite:///path or postgres://user:password@host:port/name URL"
+    scheme = urlsplit(url).scheme
+    if scheme not in ("sqlite", "postgres", "postgresql"):
+        what = f"scheme {scheme!r} is not supported" if scheme else "it has no scheme"
+        raise ImproperlyConfigured(f"{name} must be {expected}, got {shown!r}: {what}")
+    try:
+        config: dict[str, Any] = dict(dj_database_url.parse(url))
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} must be {expected}, got {shown!r}: not a valid URL (is the port a number? "
+            "are the user and password percent-encoded?)"
+        ) from None
+    if scheme == "sqlite":
+        if config["NAME"] in ("", ":memory:"):
+            raise ImproperlyConfigured(f"{name}: sqlite URL without a path: {shown!r}")
+        path = Path(config["NAME"]).expanduser()
         path = path if path.is_absolute() else BASE_DIR / path
         # Like the record log, a database under a fresh var/ just works (SQLite will not
         # create the directory).
@@ -124,19 +157,30 @@ def database_from_url(name: str, url: str) -> dict[str, Any]:
             # WAL: the history writer and the views do not block each other.
             "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20},
         }
-    if parts.scheme in ("postgres", "postgresql"):
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": parts.path.lstrip("/"),
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
-            "PORT": str(parts.port or ""),
-        }
-    raise ImproperlyConfigured(
-        f"{name} must be a sqlite:///path or postgres://user:password@host:port/name URL, "
-        f"got {url!r}"
-    )
+    if not config["NAME"]:
+        raise ImproperlyConfigured(
+            f"{name}: postgres URL without a database name (…/name at its end): {shown!r}"
+        )
+    unknown = sorted(set(config.get("OPTIONS", {})) - _postgres_parameters(name))
+    if unknown:
+        raise ImproperlyConfigured(
+            f"{name}: unknown connection parameter {', '.join(map(repr, unknown))} in {shown!r} "
+            "(the query takes libpq's parameters, e.g. ?host=/run/postgresql&sslmode=require)"
+        )
+    return config
+
+
+def _postgres_parameters(name: str) -> frozenset[str]:
+    """The query parameters a ``postgres://`` DATABASE may have: libpq's and Django's."""
+    try:
+        import psycopg
+    except ImportError:
+        raise ImproperlyConfigured(
+            f"{name} is a postgres:// URL but psycopg is not installed "
+            "(pip install -r requirements.txt)"
+        ) from None
+    libpq = {option.keyword.decode() for option in psycopg.pq.Conninfo.get_defaults()}
+    return frozenset(libpq) | DJANGO_POSTGRES_OPTIONS
 
 
 def coordinator_config_from_env() -> CoordinatorConfig:

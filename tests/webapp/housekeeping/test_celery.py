@@ -25,7 +25,8 @@ import pytest
 
 from tests.live_server import ROOT, LiveServer, RedisServer, wait_for
 
-pytestmark = pytest.mark.slow
+# database: the schedules, task results and report runs are rows of the server's database.
+pytestmark = [pytest.mark.slow, pytest.mark.database]
 
 GROUP = "expiring"
 
@@ -58,7 +59,7 @@ def task_results(server: LiveServer, task: str, status: str) -> list[Any]:
     """The stored results of ``task`` with ``status`` (django-celery-results' table)."""
     rows = server.query(
         "SELECT result FROM django_celery_results_taskresult"
-        " WHERE task_name = ? AND status = ? ORDER BY id",
+        " WHERE task_name = %s AND status = %s ORDER BY id",
         (task, status),
     )
     return [json.loads(row["result"]) for row in rows]

@@ -108,6 +108,7 @@ def metadata_by_id(port: int, topic_ids: list[uuid.UUID]) -> list[tuple[str | No
     return [by_id[i] for i in topic_ids]
 
 
+@pytest.mark.database  # the topics come back from the server's database
 def test_topic_ids_survive_a_restart_of_serve(server: LiveServer) -> None:
     server.start()
     server.post("/api/topics", {"name": "orders", "partitions": 3})

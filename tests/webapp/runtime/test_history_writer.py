@@ -1,0 +1,67 @@
+"""The history writer (webapp.runtime.history.HistoryWriter) on a PostgreSQL that drops its
+connection (restarted, or the backend ended). No request or task surrounds the writer, and
+Django replaces a broken connection only between requests and Celery tasks: the writer's batch,
+one transaction, must leave the connection to be made again when it fails (Django's atomic
+closes a connection it cannot roll back), and the next flush stores the batch. A SQLite file
+drops no connections: this runs on make test's PostgreSQL pass."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import OperationalError, connection
+
+from coordinator_engine.events import StateChanged
+from tests.live_server import _postgres_connection
+from webapp.models import GroupEvent
+from webapp.runtime.events import SequencedEvent
+from webapp.runtime.history import HistoryWriter
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+def event(seq: int) -> SequencedEvent:
+    changed = StateChanged(
+        group_id="orders", at_ms=seq, from_state="Empty", to_state="Stable", reason="joined"
+    )
+    return SequencedEvent(seq=seq, prev_seq=seq - 1, event=changed)
+
+
+def drop_the_connection() -> None:
+    """End this thread's database connection the way a server going away does."""
+    connection.ensure_connection()
+    backend = connection.connection.info.backend_pid
+    with _postgres_connection(os.environ["DATABASE"]) as server:
+        server.execute("SELECT pg_terminate_backend(%s)", (backend,))
+
+
+def close_the_connection() -> None:
+    connection.close()
+
+
+def stored_seqs() -> list[int]:
+    return list(GroupEvent.objects.values_list("seq", flat=True))
+
+
+async def test_a_batch_the_dropped_connection_failed_is_stored_by_the_next_flush() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's dropped connections: make test's PostgreSQL pass runs this")
+    writer = HistoryWriter()
+    writer.add(event(1))
+    await writer.flush()
+    # The writer's thread: the one sync_to_async runs the writer's batches in.
+    await sync_to_async(drop_the_connection)()
+    writer.add(event(2))
+    writer.add(event(3))
+    with pytest.raises(OperationalError, match="connection"):
+        await writer.flush()
+    assert writer.pending == 2
+    await writer.flush()
+    assert writer.pending == 0
+    writer.add(event(4))
+    await writer.flush()
+    assert await sync_to_async(stored_seqs)() == [1, 2, 3, 4]
+    # The writer's thread outlives the test: its connection would keep the test database open.
+    await sync_to_async(close_the_connection)()
