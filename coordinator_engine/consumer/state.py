@@ -65,10 +65,7 @@ Dead = ConsumerGroupState.DEAD
 TRANSITIONS: dict[tuple[ConsumerGroupState, ConsumerGroupState], str] = {
     (Empty, Stable): "a member joined and got its whole target assignment at once",
     (Stable, Assigning): "a member joined, left or changed its subscription, or a topic changed",
-    (Stable, Reconciling): (
-        "a member is not at the target assignment: a new target moves partitions, "
-        "or a static member left for a while (epoch -2)"
-    ),
+    (Stable, Reconciling): "a new target moves partitions, or a static member is away (epoch -2)",
     (Assigning, Reconciling): "the target assignment was computed and members must reconcile",
     (Assigning, Stable): "the target assignment was computed and every member holds it",
     (Reconciling, Assigning): "the group epoch went up again before the members reconciled",

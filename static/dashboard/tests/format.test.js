@@ -99,7 +99,7 @@ test("a consumer group's events in words, each of the recorded ones", () => {
   assert.equal(at(12), "a: Stable → unrevoked at epoch 1 (was 1)");
   assert.equal(at(13), "a must revoke t-3, t-4, t-5 (stop consuming, then say so in a heartbeat)");
   assert.equal(at(16), "b was given t-3, t-4, t-5 at epoch 2");
-  assert.equal(at(11), "Stable → Reconciling (cause: member joined, member b): a member is not at the target assignment: a new target moves partitions, or a static member left for a while (epoch -2)");
+  assert.equal(at(11), "Stable → Reconciling (cause: member joined, member b): a new target moves partitions, or a static member is away (epoch -2)");
   const left = { type: "ConsumerStaticMemberLeft", member_id: "m", instance_id: "i-1" };
   assert.match(describeEvent(left).text, /static instance i-1\) left for a while \(epoch -2\)/);
 });
