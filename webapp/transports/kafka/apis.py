@@ -1177,6 +1177,8 @@ API_NAMES: dict[int, str] = {
     OFFSET_DELETE: "OffsetDelete",
     CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
     CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
+    SASL_HANDSHAKE: "SaslHandshake",
+    SASL_AUTHENTICATE: "SaslAuthenticate",
 }
 
 
