@@ -48,13 +48,16 @@ typecheck: $(STAMP)
 jstest: $(NODE_STAMP)
 	node --test static/dashboard/tests/
 
+## Two workers, one test file each at a time (pytest-xdist): most tests wait on their servers.
+PYTEST_WORKERS := -n 2 --dist loadfile
+
 pytest: $(STAMP) $(NODE_STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_WORKERS)
 
 ## The tests marked `database` (tests/conftest.py: those that use Django's database, in-process
 ## or through a live server) on a throwaway PostgreSQL cluster (scripts/with-postgres.sh).
 pytest-postgres: $(STAMP) $(NODE_STAMP)
-	scripts/with-postgres.sh $(PY) -m pytest -m database
+	scripts/with-postgres.sh $(PY) -m pytest $(PYTEST_WORKERS) -m database
 
 ## Benchmarks (not tests): each prints a table and ends with one JSON line.
 bench: $(STAMP)
