@@ -57,6 +57,9 @@ class GroupRun:
     #: Whether an admin may trigger a rebalance of the group (Kafka's consumer protocol has no
     #: such thing) and remove a static member (LeaveGroup by instance id).
     admin_actions = True
+    #: Whether members join again at every rebalance (a crash may wait for their next join); a
+    #: consumer-protocol member joins once, and dies at the next epoch it is given instead.
+    members_rejoin = True
 
     def __init__(self, run: CoordinatorRun, spec: GroupSpec, number: int) -> None:
         self.run = run
@@ -264,7 +267,7 @@ class GroupRun:
         if draw < 0.6 or member.crash_on is not None:
             member.crash()
         else:
-            member.crash_on = "rebalance" if draw < 0.85 else "join"
+            member.crash_on = "join" if draw >= 0.85 and self.members_rejoin else "rebalance"
 
     def slow(self, stable: list[PollingMember]) -> None:
         rng = self.run.rng
@@ -410,19 +413,12 @@ class ConsumerGroupRun(GroupRun):
 
     member_kind = ConsumerMember
     admin_actions = False
+    members_rejoin = False
 
     def __init__(self, run: CoordinatorRun, spec: GroupSpec, number: int) -> None:
         if spec.daily:
             raise ValueError(f"{spec.group_id}: a consumer-protocol application runs all day")
         super().__init__(run, spec, number)
-
-    def crash(self, members: list[PollingMember]) -> None:
-        rng = self.run.rng
-        member = members[rng.randrange(len(members))]
-        if rng.random() < 0.6 or member.crash_on is not None:
-            member.crash()
-        else:  # a member in the group joins no more: it dies at the next epoch it is given
-            member.crash_on = "rebalance"
 
     def stop_static(self, member: PollingMember) -> None:
         member.close()
