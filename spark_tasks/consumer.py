@@ -73,7 +73,16 @@ from pyspark.sql import functions as F
 
 from coordinator_engine.consumer.state import ConsumerGroupState, MemberState
 
-from .events import before, in_group, is_type, last_where, member_partitions, report_cause, so_far
+from .events import (
+    before,
+    in_group,
+    is_type,
+    last_where,
+    member_partitions,
+    report_cause,
+    so_far,
+    unavailable_intervals,
+)
 
 __all__ = [
     "CONSUMER_PROTOCOL",
@@ -606,23 +615,4 @@ def consumer_unavailability(
             F.first("_next_assign").alias("_next"),
         )
     )
-    ends = rebalances.select("group_id", "rebalance_id", "end_seq", "end_ms", "rebalance_protocol")
-    first = F.col("_first")
-    assigned = F.col("_next").isNotNull() & (
-        F.col("end_seq").isNull() | (F.col("_next.seq") <= F.col("end_seq"))
-    )
-    emptied = ~assigned & F.col("end_ms").isNotNull()
-    available_ms = F.when(assigned, F.col("_next.at_ms")).when(emptied, F.col("end_ms"))
-    return revocations.join(ends, ["group_id", "rebalance_id"]).select(
-        "group_id",
-        "rebalance_id",
-        "rebalance_protocol",
-        "topic",
-        "partition",
-        first["member_id"].alias("revoked_from"),
-        first["at_ms"].alias("revoked_ms"),
-        F.when(assigned, F.col("_next.member_id")).alias("assigned_to"),
-        available_ms.alias("available_ms"),
-        F.when(assigned, F.lit("assigned")).when(emptied, F.lit("group_emptied")).alias("ended_by"),
-        (available_ms - first["at_ms"]).alias("unavailable_ms"),
-    )
+    return unavailable_intervals(revocations, rebalances)

@@ -20,6 +20,7 @@ __all__ = [
     "member_partitions",
     "report_cause",
     "so_far",
+    "unavailable_intervals",
 ]
 
 #: The engine's rebalance causes (``RebalanceCause`` values) the report names otherwise, so
@@ -95,4 +96,32 @@ def member_partitions(events: DataFrame, kind: str) -> DataFrame:
         )
         .select("*", F.col("_tp.topic").alias("topic"), F.col("_tp.partition").alias("partition"))
         .drop("_tp")
+    )
+
+
+def unavailable_intervals(revocations: DataFrame, rebalances: DataFrame) -> DataFrame:
+    """The rows of ``partition_unavailability`` from a kind's revocations: one per interval
+    (group_id, rebalance_id, topic, partition, ``_first``: the first revocation's seq, at_ms and
+    member_id, ``_next``: the next grant or assignment's, null if none). An interval ends at
+    that grant when it comes no later than the rebalance's end (``assigned``), else at the
+    rebalance's end (``group_emptied``), and stays open while neither came."""
+    ends = rebalances.select("group_id", "rebalance_id", "end_seq", "end_ms", "rebalance_protocol")
+    first = F.col("_first")
+    assigned = F.col("_next").isNotNull() & (
+        F.col("end_seq").isNull() | (F.col("_next.seq") <= F.col("end_seq"))
+    )
+    emptied = ~assigned & F.col("end_ms").isNotNull()
+    available_ms = F.when(assigned, F.col("_next.at_ms")).when(emptied, F.col("end_ms"))
+    return revocations.join(ends, ["group_id", "rebalance_id"]).select(
+        "group_id",
+        "rebalance_id",
+        "rebalance_protocol",
+        "topic",
+        "partition",
+        first["member_id"].alias("revoked_from"),
+        first["at_ms"].alias("revoked_ms"),
+        F.when(assigned, F.col("_next.member_id")).alias("assigned_to"),
+        available_ms.alias("available_ms"),
+        F.when(assigned, F.lit("assigned")).when(emptied, F.lit("group_emptied")).alias("ended_by"),
+        (available_ms - first["at_ms"]).alias("unavailable_ms"),
     )
