@@ -33,6 +33,7 @@ from webapp.housekeeping.status import TASKS, run_now
 from webapp.models import AdminAction
 from webapp.runtime.api import RuntimeNotReady
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime, get_runtime
+from webapp.runtime.metrics import api_name
 from webapp.runtime.topics import InvalidTopicError, UnknownTopicError
 from webapp.simulation.manager import ACTIONS, SimulationError, simulation_for, spec_from_json
 
@@ -61,6 +62,16 @@ class Refused(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+async def _submit(runtime: CoordinatorRuntime, request: Any) -> Any:
+    """``runtime.submit(request)``, counted for ``/metrics`` as the ``dashboard`` transport's."""
+    response = None
+    try:
+        response = await runtime.submit(request)
+        return response
+    finally:
+        runtime.metrics.count(api_name(type(request)), "dashboard", response)
 
 
 def _str(body: dict[str, Any], name: str, *, required: bool = True) -> str:
@@ -121,7 +132,7 @@ async def remove_member(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Ou
     identity = MemberIdentity(
         member_id=member_id, group_instance_id=member.group_instance_id, reason=ADMIN_LEAVE_REASON
     )
-    response = await runtime.submit(LeaveGroupRequest(group_id=group_id, members=(identity,)))
+    response = await _submit(runtime, LeaveGroupRequest(group_id=group_id, members=(identity,)))
     code = response.error_code or (response.members[0].error_code if response.members else 0)
     if code:
         raise Refused(409, f"the coordinator refused the LeaveGroup: {Errors.name_of(code)}")
@@ -206,7 +217,7 @@ async def partitions(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outco
 
 async def delete_group(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:
     group_id = _str(body, "group_id")
-    response = await runtime.submit(DeleteGroupsRequest(group_ids=(group_id,)))
+    response = await _submit(runtime, DeleteGroupsRequest(group_ids=(group_id,)))
     code = response.results[0].error_code
     if code == Errors.NON_EMPTY_GROUP:
         view = runtime.group(group_id)
@@ -247,7 +258,9 @@ async def reset_offsets(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Ou
             # As Kafka's tool: an offset outside the log is moved to its nearest end.
             offset = 0 if to == "earliest" else end if to == "latest" else min(max(to, 0), end)
             offsets.append(PartitionOffset(topic=topic, partition=partition, offset=offset))
-    response = await runtime.submit(OffsetCommitRequest(group_id=group_id, offsets=tuple(offsets)))
+    response = await _submit(
+        runtime, OffsetCommitRequest(group_id=group_id, offsets=tuple(offsets))
+    )
     failed = sorted({Errors.name_of(p.error_code) for p in response.partitions if p.error_code})
     if failed:
         raise Refused(409, f"the coordinator refused the commit: {', '.join(failed)}")
@@ -267,7 +280,7 @@ async def delete_offsets(runtime: CoordinatorRuntime, body: dict[str, Any]) -> O
         group_id=group_id,
         partitions=tuple(TopicPartition(topic=t, partition=p) for t, p in chosen),
     )
-    response = await runtime.submit(request)
+    response = await _submit(runtime, request)
     failed = sorted({Errors.name_of(p.error_code) for p in response.partitions if p.error_code})
     if response.error_code or failed:
         codes = [Errors.name_of(response.error_code)] if response.error_code else failed

@@ -379,7 +379,7 @@ class ProcessCollector(Collector):
             "Requests received, by Kafka API and transport (websocket, kafka, simulated).",
             labels=("api", "transport"),
         )
-        for (api, transport), count in sorted(metrics.requests.requests.items()):
+        for (api, transport), count in sorted(metrics.requests.request_counts().items()):
             requests.add_metric([api, transport], count)
         yield requests
         errors = CounterMetricFamily(

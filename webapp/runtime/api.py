@@ -92,8 +92,8 @@ class RuntimeAPI(Protocol):
 
     @property
     def metrics(self) -> RuntimeMetrics:
-        """What ``/metrics`` counts; a transport counts each request it decodes
-        (``metrics.count_request(api, transport)``)."""
+        """What ``/metrics`` counts; a transport counts each request as it sends its response
+        (``metrics.count(api, transport, response)``)."""
 
     @property
     def turns(self) -> TurnBudget:

@@ -208,7 +208,6 @@ class CoordinatorRuntime:
         #: What ``/metrics`` counts (``webapp.runtime.metrics``).
         self.metrics = RuntimeMetrics(self._group_kind)
         self._on_metrics_event = self.metrics.rebalances.on_event
-        self._count_response = self.metrics.requests.count_response
         #: Engine faults and the reload after one (``webapp.runtime.faults``).
         self.recovery = FaultRecovery(
             log_path=self.log_path,
@@ -459,11 +458,6 @@ class CoordinatorRuntime:
                 profile.handle_calls += 1
                 profile.handle_s += time.perf_counter() - started
             self._rearm()
-        request_type = type(request)
-        if reply.done:
-            self._count_response(request_type, reply.response)
-        else:
-            reply.add_done_callback(lambda response: self._count_response(request_type, response))
         return reply
 
     async def submit(

@@ -13,10 +13,11 @@ tell afterwards is counted here, as it happens:
   is after the records behind the event are durable, on the loop thread. Per event it costs a
   dict lookup by the event's type, and for the few types it reads a few dict updates: an
   OffsetsCommitted (most events) costs the lookup alone.
-* :class:`RequestCounts`: requests by API and transport (each transport counts its own, at the
-  one place it decodes a request), and the error codes of the coordinator's responses, counted
-  as Kafka's ``ErrorsPerSec`` counts them (every code in a response, NONE included, one per
-  partition, member or group that carries one).
+* :class:`RequestCounts`: requests by API and transport, and the error codes of the responses
+  sent, counted as Kafka's ``ErrorsPerSec`` counts them (every code in a response, NONE
+  included, one per topic, partition, member or group that carries one). Each transport
+  counts its own, at the one place it decodes a request and the one place it sends a
+  response, as Kafka's network layer does: the engine's request path counts nothing.
 * :class:`LoopLag`: how late a timer of the event loop fires, sampled a few times a second.
 * the log's compactions (``webapp.runtime.control`` reports each).
 
@@ -50,8 +51,8 @@ import contextlib
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, get_args, get_origin, get_type_hints
 
 from coordinator_engine import Errors, GroupEvent
 from coordinator_engine.events import (
@@ -293,55 +294,116 @@ def api_name(request_type: type) -> str:
     return request_type.__name__.removesuffix("Request")
 
 
-#: Where each response type keeps the error codes of its items, besides its own.
-_ITEMS = ("partitions", "members", "groups", "results")
+#: How to find every error code in a response of one type: whether it has one of its own, and
+#: the fields holding entities that have some (each with its own plan, and whether the field
+#: holds a tuple of them or one).
+_CodePlan = tuple[bool, tuple[tuple[str, "_CodePlan", bool], ...]]
+_NO_CODES: _CodePlan = (False, ())
+
+
+def _entity_type(hint: Any) -> tuple[type | None, bool]:
+    """The dataclass a field's type hint holds (``tuple[Topic, ...]``, ``Topic | None``), and
+    whether it holds a tuple of them."""
+    if is_dataclass(hint) and isinstance(hint, type):
+        return hint, False
+    for argument in get_args(hint):
+        found, many = _entity_type(argument)
+        if found is not None:
+            return found, many or get_origin(hint) is tuple
+    return None, False
+
+
+def code_plan(cls: type, plans: dict[type, _CodePlan]) -> _CodePlan:
+    """``cls``'s plan, made once from its type hints (an engine response or a kio one: both
+    are dataclasses); a type that is no dataclass has no codes."""
+    plan = plans.get(cls)
+    if plan is not None:
+        return plan
+    plans[cls] = _NO_CODES  # while it is made (no schema nests itself, but never loop)
+    if not is_dataclass(cls):
+        return _NO_CODES
+    hints = get_type_hints(cls)
+    own = False
+    children: list[tuple[str, _CodePlan, bool]] = []
+    for entry in fields(cls):
+        if entry.name == "error_code":
+            own = True
+            continue
+        entity, many = _entity_type(hints.get(entry.name))
+        if entity is not None:
+            child = code_plan(entity, plans)
+            if child != _NO_CODES:
+                children.append((entry.name, child, many))
+    plan = plans[cls] = (own, tuple(children))
+    return plan
+
+
+def _count_codes(codes: dict[int, int], plan: _CodePlan, value: Any) -> None:
+    own, children = plan
+    if own:
+        code = value.error_code  # kio's codes are an IntEnum: the same key as the int
+        codes[code] = codes.get(code, 0) + 1
+    for name, child, many in children:
+        held = getattr(value, name)
+        if held is None:
+            continue
+        for item in held if many else (held,):
+            _count_codes(codes, child, item)
 
 
 class RequestCounts:
-    """Requests by (API, transport), and the error codes of the coordinator's responses by
-    request type and code."""
+    """Requests by (API, transport), and the error codes of the responses sent, by API and
+    code. Both are counted by the transports, as Kafka's network layer counts them
+    (``RequestChannel``, as a response is sent): what a client was told, including what a
+    transport answers without the engine (an authorisation refusal), and nothing on the
+    engine's own path."""
 
     def __init__(self) -> None:
-        self.requests: dict[tuple[str, str], int] = {}
-        #: request type → code → count (no key to build on the hot path).
-        self.errors: dict[type, dict[int, int]] = {}
-        #: request type → (its codes, whether its response has a code of its own, the fields
-        #: of the response holding coded items): one lookup per response.
-        self._plans: dict[type, tuple[dict[int, int], bool, tuple[str, ...]]] = {}
+        #: API → (transport → requests, code → count): one lookup per request.
+        self._by_api: dict[str, tuple[dict[str, int], dict[int, int]]] = {}
+        #: response type → where its codes are (:func:`code_plan`), made at its first response.
+        self._plans: dict[type, _CodePlan] = {}
 
-    def count_request(self, api: str, transport: str) -> None:
-        key = (api, transport)
-        self.requests[key] = self.requests.get(key, 0) + 1
-
-    def count_response(self, request_type: type, response: Any) -> None:
-        """Every error code in ``response`` (its own, and each of its partitions', members',
-        groups' or results'), as Kafka's ``AbstractResponse.errorCounts``. A request type
-        always gets the same response type (the engine's contract)."""
-        plan = self._plans.get(request_type)
+    def count(self, api: str, transport: str, response: Any) -> None:
+        """One request of ``api`` (Kafka's name: ``Heartbeat``) answered by ``transport`` with
+        ``response`` (the engine's or the wire's, kio's; None when it failed and nothing was
+        sent): the request, and every error code in the response (its own, and each of its
+        entities', at any depth: a topic's, a partition's, a member's, a group's), as Kafka's
+        ``AbstractResponse.errorCounts``. One call per request, as the response is sent:
+        Kafka counts ``RequestsPerSec`` there too (``RequestChannel.updateRequestMetrics``)."""
+        entry = self._by_api.get(api)
+        if entry is None:
+            entry = self._by_api[api] = ({}, {})
+        requests, codes = entry
+        requests[transport] = requests.get(transport, 0) + 1
+        plan = self._plans.get(type(response))
         if plan is None:
-            plan = self._plans[request_type] = (
-                self.errors.setdefault(request_type, {}),
-                hasattr(response, "error_code"),
-                tuple(name for name in _ITEMS if hasattr(response, name)),
-            )
-        codes, own, items = plan
-        if own:
+            plan = code_plan(type(response), self._plans)
+        own, children = plan
+        if own:  # most responses (a heartbeat's) stop here
             code = response.error_code
             codes[code] = codes.get(code, 0) + 1
-        if items:
-            for name in items:
-                for item in getattr(response, name) or ():
-                    code = getattr(item, "error_code", None)
-                    if code is not None:
-                        codes[code] = codes.get(code, 0) + 1
+        for name, child, many in children:
+            held = getattr(response, name)
+            if held is not None:
+                for item in held if many else (held,):
+                    _count_codes(codes, child, item)
+
+    def request_counts(self) -> dict[tuple[str, str], int]:
+        """``(api, transport)`` → requests."""
+        return {
+            (api, transport): count
+            for api, (requests, _) in list(self._by_api.items())
+            for transport, count in list(requests.items())
+        }
 
     def error_counts(self) -> dict[tuple[str, str], int]:
-        """``(api, error name)`` → count."""
+        """``(api, error name)`` → count (codes of one name are summed: kio's and the
+        engine's are the same numbers)."""
         out: dict[tuple[str, str], int] = {}
-        for request_type, codes in list(self.errors.items()):
-            api = api_name(request_type)
+        for api, (_, codes) in list(self._by_api.items()):
             for code, count in list(codes.items()):
-                key = (api, Errors.name_of(code))
+                key = (api, Errors.name_of(int(code)))
                 out[key] = out.get(key, 0) + count
         return out
 
@@ -381,15 +443,14 @@ class RuntimeMetrics:
     def __init__(self, kind_of: Callable[[str], str | None]) -> None:
         self.rebalances = RebalanceCounts(kind_of)
         self.requests = RequestCounts()
+        #: ``count(api, transport, response)`` (:meth:`RequestCounts.count`), bound once: a
+        #: transport calls it for every request it answers.
+        self.count = self.requests.count
         self.loop_lag = LoopLag()
         self.compactions = 0
         self.records_compacted = 0
         #: Unix time (seconds) of the latest compaction's end; None before the first.
         self.last_compaction_s: float | None = None
-
-    def count_request(self, api: str, transport: str) -> None:
-        """One request of ``api`` (Kafka's name: ``Heartbeat``) came by ``transport``."""
-        self.requests.count_request(api, transport)
 
     def compacted(self, records_dropped: int) -> None:
         """A compaction of the record log ended, dropping ``records_dropped`` records."""

@@ -61,10 +61,20 @@ class InProcessTransport:
         self.connection = connection
 
     def send(self, request: Any, on_response: OnResponse, on_failure: OnFailure) -> None:
-        self.runtime.metrics.count_request(api_name(type(request)), "simulated")
+        api = api_name(type(request))
+        count = self.runtime.metrics.count
+
+        def answered(response: Any) -> None:
+            count(api, "simulated", response)
+            on_response(response)
+
+        def failed(reason: str) -> None:
+            count(api, "simulated", None)
+            on_failure(reason)
+
         try:
             self.runtime.submit_nowait(
-                request, on_response, on_failure, via="simulated", connection=self.connection
+                request, answered, failed, via="simulated", connection=self.connection
             )
         except Exception as exc:  # the runtime is stopping, not started, or reloading
             on_failure(str(exc))

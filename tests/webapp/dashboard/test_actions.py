@@ -168,6 +168,10 @@ async def test_deleting_a_group_needs_it_empty_as_kafka(
     done = await act(staff, "delete-group", {"group_id": "my-group"})
     assert done.status_code == 200, done.content
     assert runtime.group("my-group") is None or runtime.group("my-group").state.value == "Dead"
+    counted = runtime.metrics.requests  # both were DeleteGroups requests, the page's own
+    assert counted.request_counts()[("DeleteGroups", "dashboard")] == 2
+    errors = counted.error_counts()
+    assert (errors[("DeleteGroups", "NON_EMPTY_GROUP")], errors[("DeleteGroups", "NONE")]) == (1, 1)
 
 
 async def test_offsets_of_an_empty_group_are_reset_and_deleted(

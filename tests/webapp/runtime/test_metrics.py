@@ -4,6 +4,8 @@ their unavailable time, members removed by reason, and a removed group's numbers
 
 from __future__ import annotations
 
+import datetime
+
 from coordinator_engine import (
     CoordinatorConfig,
     DeleteGroupsRequest,
@@ -18,7 +20,13 @@ from tests.engine.consumer_harness import ConsumerContext, owned
 from tests.engine.harness import GROUP, Context
 from tests.engine.test_handoff import GROUP as HANDOFF_GROUP
 from tests.engine.test_handoff import HandoffContext, pairs, stable_pair, t
-from webapp.runtime.metrics import DURATION_BUCKETS_S, Histogram, RebalanceCounts, RequestCounts
+from webapp.runtime.metrics import (
+    DURATION_BUCKETS_S,
+    Histogram,
+    RebalanceCounts,
+    RequestCounts,
+    api_name,
+)
 
 
 def counting(coord: object) -> RebalanceCounts:
@@ -235,7 +243,7 @@ def test_response_errors_are_counted_per_code_as_kafka_counts_them() -> None:
         ),
     ):
         reply = ctx.coord.handle(request, ctx.now)
-        requests.count_response(type(request), reply.response)
+        requests.count(api_name(type(request)), "in-process", reply.response)
     assert requests.error_counts() == {
         ("Heartbeat", "NONE"): 1,
         ("Heartbeat", "UNKNOWN_MEMBER_ID"): 1,
@@ -245,3 +253,44 @@ def test_response_errors_are_counted_per_code_as_kafka_counts_them() -> None:
 
 def test_duration_buckets_are_sorted() -> None:
     assert list(DURATION_BUCKETS_S) == sorted(DURATION_BUCKETS_S)
+
+
+def test_a_wire_response_s_codes_are_counted_at_every_depth() -> None:
+    from kio.schema.errors import ErrorCode
+    from kio.schema.offset_commit.v8.response import (
+        OffsetCommitResponse,
+        OffsetCommitResponsePartition,
+        OffsetCommitResponseTopic,
+    )
+    from kio.schema.types import TopicName
+    from kio.static.primitive import i32, i32Timedelta
+
+    def partition(index: int, code: ErrorCode) -> OffsetCommitResponsePartition:
+        return OffsetCommitResponsePartition(partition_index=i32(index), error_code=code)
+
+    response = OffsetCommitResponse(
+        throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+        topics=(
+            OffsetCommitResponseTopic(
+                name=TopicName("a"),
+                partitions=(partition(0, ErrorCode.none), partition(1, ErrorCode.none)),
+            ),
+            OffsetCommitResponseTopic(
+                name=TopicName("b"), partitions=(partition(0, ErrorCode.illegal_generation),)
+            ),
+        ),
+    )
+    requests = RequestCounts()
+    requests.count("OffsetCommit", "kafka", response)
+    requests.count("OffsetCommit", "kafka", response)
+    requests.count("Produce", "kafka", object())  # no codes: nothing, no error
+    requests.count("Heartbeat", "kafka", None)  # failed: the request alone
+    assert requests.request_counts() == {
+        ("OffsetCommit", "kafka"): 2,
+        ("Produce", "kafka"): 1,
+        ("Heartbeat", "kafka"): 1,
+    }
+    assert requests.error_counts() == {
+        ("OffsetCommit", "NONE"): 4,
+        ("OffsetCommit", "ILLEGAL_GENERATION"): 2,
+    }

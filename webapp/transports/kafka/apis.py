@@ -1183,6 +1183,11 @@ API_NAMES: dict[int, str] = {
 
 
 async def handle(context: Context, request: Request) -> Any:
-    """kio's response body to ``request`` (counted by its API, as a ``kafka`` request)."""
-    context.runtime.metrics.count_request(API_NAMES[request.api_key], "kafka")
-    return await HANDLERS[request.api_key](context, request)
+    """kio's response body to ``request``, counted (with its error codes) as a ``kafka``
+    request of its API; a request whose handler failed is counted without codes."""
+    body = None
+    try:
+        body = await HANDLERS[request.api_key](context, request)
+        return body
+    finally:
+        context.runtime.metrics.count(API_NAMES[request.api_key], "kafka", body)

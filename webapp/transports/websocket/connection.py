@@ -94,8 +94,8 @@ class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
         return request
 
     async def _serve(self, frame: codec.Frame) -> None:
-        self.runtime.metrics.count_request(frame.api, "websocket")
         turns = self.runtime.turns
+        response: Any = None
         try:
             # A burst of frames (a group's members all rejoining) takes its turn in shares.
             await turns.wait()
@@ -115,6 +115,8 @@ class ConsumerProtocolSocket(SocketOnly, AsyncWebsocketConsumer):
             )
         else:
             reply = codec.response_frame(frame.id, frame.api, response)
+        # Counted as answered (with the response's error codes; a failure without), as Kafka.
+        self.runtime.metrics.count(frame.api, "websocket", response)
         # Parked replies complete together (one engine call answers a whole group's JoinGroups):
         # their encoding and sending is shared out too.
         await turns.wait()

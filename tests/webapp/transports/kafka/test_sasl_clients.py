@@ -330,6 +330,10 @@ async def test_deleting_a_group_is_refused_to_a_user_who_is_not_staff(
     assert _state(sasl_kafka, "done") == "Empty"
     await asyncio.to_thread(delete, "root")
     assert _state(sasl_kafka, "done") in (None, "Dead")
+    # The listener's refusal never reached the engine; /metrics counts it as sent.
+    errors = sasl_kafka.runtime.metrics.requests.error_counts()
+    assert errors[("DeleteGroups", "GROUP_AUTHORIZATION_FAILED")] == 1
+    assert errors[("DeleteGroups", "NONE")] == 1
 
 
 async def test_deleting_offsets_is_refused_to_a_user_who_is_not_staff(

@@ -369,4 +369,4 @@ async def test_each_request_is_counted_by_its_api_as_a_kafka_request(kafka: Kafk
     assert set(API_NAMES) == set(HANDLERS) == set(SUPPORTED)
     assert await answers_api_versions(kafka)
     assert await answers_api_versions(kafka)
-    assert kafka.runtime.metrics.requests.requests == {("ApiVersions", "kafka"): 2}
+    assert kafka.runtime.metrics.requests.request_counts() == {("ApiVersions", "kafka"): 2}
