@@ -21,7 +21,11 @@ What is measured, per size:
   and Spark's shutdown, and events/s. With ``--progress-file`` the benchmark follows the job's
   phases (the file is rewritten every 0.5 s, so each phase's time is good to about 0.5 s);
   ``start`` is the time until the session exists (Python, PySpark, the JVM), ``stop`` after
-  ``done`` (Spark's shutdown, the process's exit).
+  ``done`` (Spark's shutdown, the process's exit). Also: the driver's peak memory (``spark
+  MB``: the resident memory of the job's process and its descendants, the driver JVM with
+  local mode's executors, sampled every 50 ms), and how many jobs and stages Spark ran (its
+  status tracker's count in the last progress file; stages Spark skipped are not counted).
+  The job sizes its settings to the history (``spark_tasks.tuning``).
 * ``pandas`` and ``duckdb``: the peers in ``bench/report_peers.py`` (``pandas_report``,
   ``duckdb_report``; the rules they follow are in its docstring), each in a fresh process
   (``python bench/report_peers.py pandas|duckdb DIR``): ``wall`` is that whole process, like
@@ -143,6 +147,20 @@ def directory_mb(directory: Path) -> float:
 # -- running a process -----------------------------------------------------------------------
 
 
+def _tree_rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and all its descendants (MB), from /proc; 0 if it is gone."""
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(child) for child in (task / "children").read_text().split()]
+    return total / 1024
+
+
 def run_process(
     command: Sequence[str],
     *,
@@ -150,9 +168,12 @@ def run_process(
     progress_file: Path | None = None,
 ) -> dict[str, Any]:
     """Run ``command`` to its end: wall seconds, exit status, stdout, stderr's tail, peak RSS
-    (MB, the process itself), and when ``progress_file`` is given the time each phase was first
-    seen in it (seconds since the start)."""
+    (MB: the process itself, and ``tree_peak_rss_mb`` the process with its descendants, a
+    driver JVM included, sampled every 50 ms), and when ``progress_file`` is given the time
+    each phase was first seen in it (seconds since the start) and its last content."""
     phases: dict[str, float] = {}
+    last_progress: dict[str, Any] = {}
+    tree_peak = 0.0
     started = time.perf_counter()
     with (
         open(os.devnull, "rb") as stdin,
@@ -180,8 +201,9 @@ def run_process(
             while True:
                 if progress_file is not None:
                     with contextlib.suppress(OSError, ValueError):
-                        phase = json.loads(progress_file.read_text())["phase"]
-                        phases.setdefault(phase, time.perf_counter() - started)
+                        last_progress = json.loads(progress_file.read_text())
+                        phases.setdefault(last_progress["phase"], time.perf_counter() - started)
+                tree_peak = max(tree_peak, _tree_rss_mb(process.pid))
                 finished, status, usage = os.wait4(process.pid, os.WNOHANG)
                 if finished:
                     break
@@ -199,7 +221,9 @@ def run_process(
         "stdout": output.get("out", b"").decode(errors="replace"),
         "stderr": output.get("err", b"").decode(errors="replace")[-2000:],
         "peak_rss_mb": usage.ru_maxrss / 1024,
+        "tree_peak_rss_mb": tree_peak,
         "phases": phases,
+        "progress": last_progress,
     }
 
 
@@ -242,6 +266,8 @@ def spark_local(history_dir: Path, output: Path, progress: Path) -> dict[str, An
         progress_file=progress,
     )
     result["phase_s"] = phase_times(result.pop("phases"), result["wall_s"])
+    with contextlib.suppress(OSError, ValueError):  # the job's last word, after the last poll
+        result["progress"] = json.loads(progress.read_text())
     return result
 
 
@@ -581,6 +607,12 @@ def measure(
         "wall_s": round(spark["wall_s"], 2),
         "events_per_s": round(events / spark["wall_s"]),
         "phase_s": {k: round(v, 2) for k, v in spark["phase_s"].items()},
+        # The driver (JVM and Python, local mode's executors inside it) at its peak.
+        "peak_rss_mb": round(spark["tree_peak_rss_mb"]),
+        # What Spark ran (its status tracker, through the progress file).
+        "jobs": spark["progress"].get("jobs_done"),
+        "stages": spark["progress"].get("stages_done"),
+        "tasks": spark["progress"].get("tasks_done"),
         "rebalances": summary["totals"]["rebalances"],
         "groups": summary["totals"]["groups"],
     }
@@ -678,6 +710,8 @@ def report(results: Sequence[Mapping[str, Any]], cluster_start_s: float | None) 
                 f"{r['generate']['events_per_s']:,}",
                 _seconds(r["spark"]["wall_s"]),
                 f"{r['spark']['events_per_s']:,}",
+                f"{r['spark']['peak_rss_mb']:,}",
+                f"{r['spark']['jobs']}/{r['spark']['stages']}",
                 peer_cell(r, "pandas"),
                 f"{r['pandas']['peak_rss_mb']:,}",
                 peer_cell(r, "duckdb"),
@@ -696,6 +730,8 @@ def report(results: Sequence[Mapping[str, Any]], cluster_start_s: float | None) 
                 "gen ev/s",
                 "spark s",
                 "spark ev/s",
+                "spark MB",
+                "jobs/stages",
                 "pandas s (compute)",
                 "pandas MB",
                 "duckdb s (compute)",

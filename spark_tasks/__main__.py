@@ -112,14 +112,17 @@ def _run_rebalance_report(args: argparse.Namespace) -> int:
     from spark_tasks.progress import track_progress
     from spark_tasks.rebalance_report import run
     from spark_tasks.session import build_session
+    from spark_tasks.tuning import history_events, tuning_for
 
-    check_history(args.input)  # fail fast, before the JVM starts
+    # Fail fast, before the JVM starts, which is launched as the history's size calls for.
+    tuning = tuning_for(history_events(check_history(args.input)))
     spark = build_session(
         "rebalance_report",
         master=args.master,
         ui_enabled=False if args.no_ui else None,
         log_level=args.log_level,
         memory=args.driver_memory,
+        java_options=tuning.java_options,
     )
     try:
         with track_progress(spark, args.progress_file) as progress:

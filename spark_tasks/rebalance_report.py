@@ -130,6 +130,7 @@ from .output import (
     write_json_atomically,
 )
 from .schema import SCHEMA_VERSION
+from .tuning import history_events, tuning_for
 
 __all__ = [
     "CAUSES",
@@ -1206,6 +1207,20 @@ def run(
 
     phase("checking the input")
     files = check_history(input_dir)
+    # Shuffles and code generation sized to the history (spark_tasks.tuning).
+    with tuning_for(history_events(files)).applied(spark):
+        return _report(spark, input_dir, output_dir, files, storm_count, storm_window_ms, phase)
+
+
+def _report(
+    spark: SparkSession,
+    input_dir: str | Path,
+    output_dir: str | Path,
+    files: list[Path],
+    storm_count: int,
+    storm_window_ms: int,
+    phase: Callable[[str], None],
+) -> dict[str, Any]:
     phase("reading the history")
     history = read_history(spark, input_dir)
     events_per_group = {

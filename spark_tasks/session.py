@@ -22,8 +22,9 @@ The driver's heap (``spark.driver.memory``; in local mode the driver is also the
 own default (1 GB) or 2 GB, the rebalance report on ten million events runs out of memory in
 its per-event windows, which hold a whole group's events at a time. It only counts when this
 process launches the JVM; under spark-submit the JVM already runs, and spark-submit's
-``--driver-memory`` says it. The same goes for the driver's garbage collector
-(``DRIVER_JAVA_OPTIONS``; spark-submit's ``--driver-java-options``).
+``--driver-memory`` says it. The same goes for the driver JVM's options (``java_options``,
+by default ``spark_tasks.tuning.DRIVER_JAVA_OPTIONS``; a report passes those its history's
+size calls for; spark-submit's ``--driver-java-options``).
 """
 
 from __future__ import annotations
@@ -34,20 +35,17 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from .tuning import DRIVER_JAVA_OPTIONS
+
 __all__ = [
     "DEFAULT_DRIVER_MEMORY",
     "DEFAULT_MASTER",
-    "DRIVER_JAVA_OPTIONS",
     "build_session",
     "driver_memory",
 ]
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "4g"
-#: The driver JVM's garbage collector: the throughput collector, as a report is one batch job
-#: whose pauses nobody waits on (against the JVM's default, G1, the report's event pass on ten
-#: million events ran in 20.4 s instead of 24.5 s).
-DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
 LOG4J_CONFIGURATION = Path(__file__).with_name("log4j2.properties")
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
@@ -79,6 +77,7 @@ def build_session(
     ui_enabled: bool | None = None,
     log_level: str = "ERROR",
     memory: str | None = None,
+    java_options: str = DRIVER_JAVA_OPTIONS,
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A SparkSession for ``app_name`` (an existing one in this process is reused by Spark)."""
@@ -98,7 +97,7 @@ def build_session(
         settings.setdefault("spark.driver.memory", driver_memory(memory))
         given = settings.get(_JAVA_OPTIONS, "")
         settings[_JAVA_OPTIONS] = (
-            f"-Dlog4j2.configurationFile={LOG4J_CONFIGURATION} {DRIVER_JAVA_OPTIONS} {given}"
+            f"-Dlog4j2.configurationFile={LOG4J_CONFIGURATION} {java_options} {given}"
         ).strip()
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -1,0 +1,128 @@
+"""The report's Spark settings, sized to the history before the first job.
+
+Theory of operation
+===================
+
+Spark's defaults are made for data that fills a cluster: 200 shuffle partitions that adaptive
+execution (AQE) coalesces at run time, every query compiled to Java bytecode (whole-stage
+code generation, Janino), and a JVM that compiles hot code twice (C1, then C2). On the
+histories people have, a few thousand to a million events, the report's ~95 queries spend
+most of their time on those fixed costs, not on data: compiling code a query runs over a few
+thousand rows, planning and scheduling AQE's extra jobs (one per shuffle), warming a JIT that
+the job ends before it pays.
+
+The history's size is known before the JVM starts, from its Parquet footers
+(:func:`history_events`), so the settings follow it (:func:`tuning_for`; docs/analysis.md,
+"Sized to the history", has the measurements behind each threshold):
+
+* below ``INTERPRETED_BELOW`` events, Spark evaluates expressions instead of compiling them
+  (``spark.sql.codegen.wholeStage=false`` and ``spark.sql.codegen.factoryMode=NO_CODEGEN``):
+  compiling costs more than it saves on so few rows (10k events: 18.5 s → 13.8 s; at 100k
+  compiling already pays);
+* below ``SIZED_BELOW`` events, one shuffle partition per ``EVENTS_PER_PARTITION`` events and
+  no AQE (its coalescing then has nothing to do, and its per-shuffle jobs cost a planning
+  round each), and the driver JVM compiles with C1 only (``-XX:TieredStopAtLevel=1``: quick
+  to warm, and C2 has no time to pay back);
+* from ``SIZED_BELOW`` on, Spark's own choices (AQE over 200 partitions, both compilers), the
+  settings the ten-million-event measurements were made with.
+
+Every setting changes how Spark computes, never what: the report is the same, row for row,
+whatever the tuning (``bench/report_diff.py`` compares two reports).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from .history import HistoryError, history_files
+
+__all__ = [
+    "DRIVER_JAVA_OPTIONS",
+    "EVENTS_PER_PARTITION",
+    "INTERPRETED_BELOW",
+    "SIZED_BELOW",
+    "Tuning",
+    "history_events",
+    "tuning_for",
+    "tuning_for_history",
+]
+
+#: The driver JVM's garbage collector, whatever the size: the throughput collector, as a report
+#: is one batch job whose pauses nobody waits on (against the JVM's default, G1, the report's
+#: event pass on ten million events ran in 20.4 s instead of 24.5 s).
+DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
+#: Below this many events, expressions are interpreted, not compiled.
+INTERPRETED_BELOW = 50_000
+#: Below this many events, shuffles are sized to the history and the JIT is C1 alone.
+SIZED_BELOW = 2_000_000
+#: Events per shuffle partition below ``SIZED_BELOW`` (1M events: 4 partitions).
+EVENTS_PER_PARTITION = 250_000
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """What a report on ``events`` events runs with: the driver JVM's options (they count
+    only where the JVM is launched: ``build_session`` or spark-submit's
+    ``--driver-java-options``) and the SQL settings (``applied`` sets them on a session)."""
+
+    events: int
+    java_options: str = DRIVER_JAVA_OPTIONS
+    sql: Mapping[str, str] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def applied(self, spark: SparkSession) -> Iterator[None]:
+        """The SQL settings set on ``spark`` for the block, and the session's own put back
+        after it (a session that runs several reports, or other work, is left as found)."""
+        before = {key: spark.conf.get(key, None) for key in self.sql}
+        for key, value in self.sql.items():
+            spark.conf.set(key, value)
+        try:
+            yield
+        finally:
+            for key, value in before.items():
+                if value is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, value)
+
+    def describe(self) -> str:
+        """One line for logs and progress: the size and what it chose."""
+        chosen = ", ".join(f"{key}={value}" for key, value in sorted(self.sql.items()))
+        return f"{self.events:,} events: {self.java_options}; {chosen or 'Spark defaults'}"
+
+
+def tuning_for(events: int) -> Tuning:
+    """The settings for a history of ``events`` events (the module docstring says why)."""
+    if events >= SIZED_BELOW:
+        return Tuning(events)
+    sql = {
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.shuffle.partitions": str(max(1, math.ceil(events / EVENTS_PER_PARTITION))),
+    }
+    if events < INTERPRETED_BELOW:
+        sql["spark.sql.codegen.wholeStage"] = "false"
+        sql["spark.sql.codegen.factoryMode"] = "NO_CODEGEN"
+    return Tuning(events, f"{DRIVER_JAVA_OPTIONS} -XX:TieredStopAtLevel=1", sql)
+
+
+def history_events(files: Iterable[str | Path]) -> int:
+    """The rows of the history's Parquet files, read from their footers (no data is read)."""
+    return sum(pq.read_metadata(path).num_rows for path in files)
+
+
+def tuning_for_history(input_dir: str | Path) -> Tuning:
+    """``tuning_for`` the history under ``input_dir``, for a caller that launches the job
+    without checking its input (spark-submit): a history that cannot be read gets the
+    smallest tuning, and the job itself says what is wrong with it."""
+    try:
+        return tuning_for(history_events(history_files(input_dir)))
+    except (HistoryError, pa.ArrowException, OSError):
+        return tuning_for(0)
