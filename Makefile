@@ -23,6 +23,12 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 venv: $(STAMP)
 
+## The Spark driver's class-data archive (spark_tasks/tuning.py, "Start-up"): made once per
+## install, after the Java runtime (system) and PySpark ($(STAMP)); a report starts without it.
+SPARK_ARCHIVE := $(VENV)/spark-classes.jsa
+$(SPARK_ARCHIVE): $(STAMP) | system
+	scripts/spark-class-archive.sh $(SPARK_ARCHIVE)
+
 ## Front-end libraries from the npm registry, exactly as package-lock.json pins them.
 NODE_STAMP := node_modules/.installed
 $(NODE_STAMP): package.json package-lock.json
@@ -30,12 +36,12 @@ $(NODE_STAMP): package.json package-lock.json
 	touch $(NODE_STAMP)
 
 ## Everything, then the server with a live demo (Ctrl-C stops all it started).
-run: system $(STAMP) $(NODE_STAMP)
+run: system $(STAMP) $(NODE_STAMP) $(SPARK_ARCHIVE)
 	HOST=$(HOST) PORT=$(PORT) KAFKA_PORT=$(KAFKA_PORT) scripts/run.sh
 
 ## The whole suite: lint, strict type-check (the engine, the runtime, the transports and the
 ## simulation), then every test, then the tests that use Django's database again on PostgreSQL.
-test: system $(STAMP) $(NODE_STAMP) lint typecheck jstest pytest pytest-postgres
+test: system $(STAMP) $(NODE_STAMP) $(SPARK_ARCHIVE) lint typecheck jstest pytest pytest-postgres
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

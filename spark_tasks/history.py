@@ -22,13 +22,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from .schema import HISTORY_SCHEMA, PARTITION_COLUMN
 
-__all__ = ["HISTORY_STRUCT", "HistoryError", "check_history", "read_history", "spark_type_of"]
+__all__ = [
+    "HISTORY_STRUCT",
+    "HistoryError",
+    "check_history",
+    "history_groups",
+    "read_history",
+    "spark_type_of",
+]
 
 
 class HistoryError(ValueError):
@@ -127,6 +135,19 @@ def check_history(input_dir: str | Path) -> list[Path]:
     for path in files:
         check_file(path)
     return files
+
+
+def history_groups(files: list[Path]) -> tuple[list[str], int]:
+    """The history's groups (sorted) and its events, read by the driver from the files'
+    ``group_id`` column alone (a dictionary of a few hundred names per file): what a Spark job
+    over the whole history would have said, without a job."""
+    groups: set[str] = set()
+    events = 0
+    for path in files:
+        column = pq.read_table(path, columns=["group_id"]).column(0)
+        events += len(column)
+        groups.update(pc.unique(column).to_pylist())
+    return sorted(groups), events
 
 
 def read_history(spark: SparkSession, input_dir: str | Path) -> DataFrame:

@@ -122,7 +122,7 @@ from .handoff import (
     handoff_rebalances,
     handoff_unavailability,
 )
-from .history import check_history, read_history
+from .history import check_history, history_groups, read_history
 from .output import (
     discard_directory,
     replace_directory,
@@ -1037,23 +1037,25 @@ def _duplicates(row: Row) -> dict[str, Any]:
     }
 
 
+def _duplicate_figures() -> list[Column]:
+    return [
+        F.count("*").alias("duplicate_windows"),
+        _seconds(F.sum("window_ms")).alias("duplicate_window_s"),
+        F.sum("records").alias("duplicate_records"),
+    ]
+
+
 def _group_entries(rebalances: DataFrame, duplicates: DataFrame) -> dict[str, dict[str, Any]]:
-    """The summary's entry of every group that has rebalances."""
-    windows = {
-        row["group_id"]: _duplicates(row)
-        for row in duplicates.groupBy("group_id")
-        .agg(
-            F.count("*").alias("duplicate_windows"),
-            _seconds(F.sum("window_ms")).alias("duplicate_window_s"),
-            F.sum("records").alias("duplicate_records"),
-        )
-        .collect()
-    }
-    causes: dict[str, dict[str, int]] = {}
-    for row in rebalances.groupBy("group_id", "cause").count().orderBy("cause").collect():
-        causes.setdefault(row["group_id"], {})[row["cause"]] = row["count"]
-    entries = {}
-    for row in (
+    """The summary's entry of every group that has rebalances (one job: the per-group
+    figures, causes and duplicate windows joined before they reach the driver)."""
+    causes = (
+        rebalances.groupBy("group_id", "cause")
+        .count()
+        .groupBy("group_id")
+        .agg(F.collect_list(F.struct("cause", "count")).alias("causes"))
+    )
+    windows = duplicates.groupBy("group_id").agg(*_duplicate_figures())
+    per_group = (
         rebalances.groupBy("group_id")
         .agg(
             F.count("*").alias("rebalances"),
@@ -1065,35 +1067,48 @@ def _group_entries(rebalances: DataFrame, duplicates: DataFrame) -> dict[str, di
             _seconds(F.sum("unavailable_partition_ms")).alias("unavailable_partition_s"),
             F.countDistinct("storm_id").alias("storms"),
         )
-        .collect()
-    ):
+        .join(causes, "group_id", "left")
+        .join(windows, "group_id", "left")
+    )
+    entries = {}
+    for row in per_group.collect():
         p50, p95 = row["durations"] or (None, None)
+        # Causes in their order (a null one first, as Spark orders nulls).
+        by_cause = sorted(row["causes"] or (), key=lambda c: (c["cause"] is not None, c["cause"]))
         entries[row["group_id"]] = {
             "rebalances": row["rebalances"],
             "completed": row["completed"],
             "duration_ms": _durations(p50, p95, row["duration_max"]),
             "partitions_moved": row["partitions_moved"] or 0,
             "stickiness_mean": _number(row["stickiness"], 4),
-            "causes": causes.get(row["group_id"], {}),
+            "causes": {c["cause"]: c["count"] for c in by_cause},
             "unavailable_partition_s": _number(row["unavailable_partition_s"] or 0.0),
             "storms": row["storms"],
-            **_NO_DUPLICATES,
-            **windows.get(row["group_id"], {}),
+            **(_NO_DUPLICATES if row["duplicate_windows"] is None else _duplicates(row)),
         }
     return entries
 
 
-def _totals_of_duplicates(duplicates: DataFrame) -> dict[str, Any]:
-    row = duplicates.agg(
-        F.count("*").alias("duplicate_windows"),
-        _seconds(F.sum("window_ms")).alias("duplicate_window_s"),
-        F.sum("records").alias("duplicate_records"),
-    ).collect()[0]
-    return {
-        "duplicate_windows": row["duplicate_windows"],
-        "duplicate_window_s": _number(row["duplicate_window_s"] or 0.0),
-        "duplicate_records": row["duplicate_records"] or 0,
-    }
+def _totals(
+    rebalances: DataFrame, storms: DataFrame, duplicates: DataFrame
+) -> tuple[dict[str, Any], int, dict[str, Any]]:
+    """The figures over every rebalance, the storms and the duplicate windows' totals, in one
+    job (the two counts always give a row; the figures none when there is no rebalance)."""
+    overall = compare_rebalances(rebalances.withColumn("_all", F.lit(1)), "_all")
+    counts = storms.agg(F.count("*").alias("storms")).crossJoin(
+        duplicates.agg(*_duplicate_figures())
+    )
+    row = counts.join(overall, how="left").collect()[0]
+    figures = _no_rebalances() if row["_all"] is None else _figures(row)
+    return (
+        figures,
+        row["storms"],
+        {
+            "duplicate_windows": row["duplicate_windows"],
+            "duplicate_window_s": _number(row["duplicate_window_s"] or 0.0),
+            "duplicate_records": row["duplicate_records"] or 0,
+        },
+    )
 
 
 def _top_members(rebalances: DataFrame, top: int) -> list[dict[str, Any]]:
@@ -1156,8 +1171,9 @@ def build_summary(
     aggregates reach the driver."""
     rebalances = tables["rebalances"]
     entries = _group_entries(rebalances, tables["duplicate_consumption"])
-    overall = compare_rebalances(rebalances.withColumn("_all", F.lit(1)), "_all").collect()
-    figures = _figures(overall[0]) if overall else _no_rebalances()
+    figures, storms, duplicates = _totals(
+        rebalances, tables["storms"], tables["duplicate_consumption"]
+    )
     totaled = ("rebalances", "completed", "duration_ms", "partitions_moved")
     return {
         "job": "rebalance_report",
@@ -1173,8 +1189,8 @@ def build_summary(
             "groups": len(group_ids),
             **{key: figures[key] for key in totaled},
             "unavailable_partition_s": figures["unavailable_partition_s"],
-            "storms": tables["storms"].count(),
-            **_totals_of_duplicates(tables["duplicate_consumption"]),
+            "storms": storms,
+            **duplicates,
         },
         "groups": {
             group_id: entries.get(group_id) or _no_rebalances() for group_id in sorted(group_ids)
@@ -1223,9 +1239,7 @@ def _report(
 ) -> dict[str, Any]:
     phase("reading the history")
     history = read_history(spark, input_dir)
-    events_per_group = {
-        row["group_id"]: row["count"] for row in history.groupBy("group_id").count().collect()
-    }
+    group_ids, events = history_groups(files)
 
     staging = staging_directory(output_dir)
     written: set[str] = set()
@@ -1260,9 +1274,9 @@ def _report(
         phase("writing summary.json")
         summary = build_summary(
             tables,
-            sorted(events_per_group),
+            group_ids,
             input_path=str(input_dir),
-            events=sum(events_per_group.values()),
+            events=events,
             files=len(files),
             storm_count=storm_count,
             storm_window_ms=storm_window_ms,

@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import spark_tasks.rebalance_report as rebalance_report
+import spark_tasks.tuning as tuning
 from spark_tasks.rebalance_report import TABLES, run
 from spark_tasks.tuning import (
     DRIVER_JAVA_OPTIONS,
@@ -28,6 +29,15 @@ from webapp.simulation.history import generate_history
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 
 
+@pytest.fixture
+def archive_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The class archive's path, pointing where there is none yet."""
+    archive = tmp_path / "spark-classes.jsa"
+    monkeypatch.setattr(tuning, "CLASS_ARCHIVE", archive)
+    return archive
+
+
+@pytest.mark.usefixtures("archive_path")
 def test_a_demo_history_is_interpreted_on_one_partition_without_aqe() -> None:
     tuning = tuning_for(10_000)
     assert tuning.sql == {
@@ -39,6 +49,7 @@ def test_a_demo_history_is_interpreted_on_one_partition_without_aqe() -> None:
     assert tuning.java_options == f"{DRIVER_JAVA_OPTIONS} {C1_ONLY}"
 
 
+@pytest.mark.usefixtures("archive_path")
 def test_a_million_events_are_compiled_over_partitions_sized_to_them() -> None:
     tuning = tuning_for(1_000_000)
     assert tuning.sql == {
@@ -49,9 +60,19 @@ def test_a_million_events_are_compiled_over_partitions_sized_to_them() -> None:
     assert tuning_for(1_000_001).sql["spark.sql.shuffle.partitions"] == "5"
 
 
+@pytest.mark.usefixtures("archive_path")
 def test_from_the_sized_limit_on_spark_chooses() -> None:
     tuning = tuning_for(SIZED_BELOW)
     assert (tuning.sql, tuning.java_options) == ({}, DRIVER_JAVA_OPTIONS)
+
+
+def test_every_size_starts_from_the_class_archive_once_there_is_one(archive_path: Path) -> None:
+    archive_path.write_bytes(b"made by scripts/spark-class-archive.sh")
+    for events in (10_000, 1_000_000, SIZED_BELOW):
+        options = tuning_for(events).java_options.split()
+        assert options[0] == DRIVER_JAVA_OPTIONS
+        assert f"-XX:SharedArchiveFile={archive_path}" in options
+        assert "-Xlog:cds=off" in options  # a stale archive is ignored without a word
 
 
 def test_an_unreadable_history_gets_the_smallest_tuning(tmp_path: Path) -> None:
