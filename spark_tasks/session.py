@@ -23,8 +23,9 @@ own default (1 GB) or 2 GB, the rebalance report on ten million events runs out 
 its per-event windows, which hold a whole group's events at a time. It only counts when this
 process launches the JVM; under spark-submit the JVM already runs, and spark-submit's
 ``--driver-memory`` says it. The same goes for the driver JVM's options (``java_options``,
-by default ``spark_tasks.tuning.DRIVER_JAVA_OPTIONS``; a report passes those its history's
-size calls for; spark-submit's ``--driver-java-options``).
+by default ``spark_tasks.tuning.default_java_options()``: the collector and the class
+archive; a report passes those its history's size calls for; spark-submit's
+``--driver-java-options``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from .tuning import DRIVER_JAVA_OPTIONS
+from .tuning import default_java_options
 
 __all__ = [
     "DEFAULT_DRIVER_MEMORY",
@@ -77,7 +78,7 @@ def build_session(
     ui_enabled: bool | None = None,
     log_level: str = "ERROR",
     memory: str | None = None,
-    java_options: str = DRIVER_JAVA_OPTIONS,
+    java_options: str | None = None,
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A SparkSession for ``app_name`` (an existing one in this process is reused by Spark)."""
@@ -97,7 +98,8 @@ def build_session(
         settings.setdefault("spark.driver.memory", driver_memory(memory))
         given = settings.get(_JAVA_OPTIONS, "")
         settings[_JAVA_OPTIONS] = (
-            f"-Dlog4j2.configurationFile={LOG4J_CONFIGURATION} {java_options} {given}"
+            f"-Dlog4j2.configurationFile={LOG4J_CONFIGURATION} "
+            f"{java_options or default_java_options()} {given}"
         ).strip()
     for key, value in settings.items():
         builder = builder.config(key, value)

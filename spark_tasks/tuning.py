@@ -60,6 +60,7 @@ __all__ = [
     "INTERPRETED_BELOW",
     "SIZED_BELOW",
     "Tuning",
+    "default_java_options",
     "history_events",
     "tuning_for",
     "tuning_for_history",
@@ -117,6 +118,12 @@ def _start_up_options() -> str:
     if not CLASS_ARCHIVE.is_file():
         return ""
     return f" -XX:SharedArchiveFile={CLASS_ARCHIVE} -Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def default_java_options() -> str:
+    """The driver JVM's options when no history sizes them: the collector, and the class
+    archive when there is one."""
+    return DRIVER_JAVA_OPTIONS + _start_up_options()
 
 
 def tuning_for(events: int) -> Tuning:
