@@ -54,6 +54,7 @@ from pyspark.sql import SparkSession
 from .history import HistoryError, history_files
 
 __all__ = [
+    "C1_ONLY",
     "CLASS_ARCHIVE",
     "DRIVER_JAVA_OPTIONS",
     "EVENTS_PER_PARTITION",
@@ -73,6 +74,10 @@ DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
 #: The driver JVM's class-data archive (made by ``scripts/spark-class-archive.sh``): this
 #: virtualenv's, as it holds the classes of this virtualenv's PySpark.
 CLASS_ARCHIVE = Path(sys.prefix) / "spark-classes.jsa"
+#: The driver JIT's options below ``SIZED_BELOW``: C1 alone, with the code cache the JVM gives
+#: both compilers (C1 alone gets 48 MB, which Spark's generated classes fill: the JVM then
+#: fails with "Out of space in CodeCache for adapters").
+C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 #: Below this many events, expressions are interpreted, not compiled.
 INTERPRETED_BELOW = 50_000
 #: Below this many events, shuffles are sized to the history and the JIT is C1 alone.
@@ -138,7 +143,7 @@ def tuning_for(events: int) -> Tuning:
     if events < INTERPRETED_BELOW:
         sql["spark.sql.codegen.wholeStage"] = "false"
         sql["spark.sql.codegen.factoryMode"] = "NO_CODEGEN"
-    return Tuning(events, f"{DRIVER_JAVA_OPTIONS} -XX:TieredStopAtLevel=1{start_up}", sql)
+    return Tuning(events, f"{DRIVER_JAVA_OPTIONS} {C1_ONLY}{start_up}", sql)
 
 
 def history_events(files: Iterable[str | Path]) -> int:

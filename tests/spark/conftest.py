@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_tasks.session import build_session
+from spark_tasks.tuning import C1_ONLY
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +22,7 @@ def spark() -> Iterator[SparkSession]:
         conf={
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "1",
-            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+            "spark.driver.extraJavaOptions": C1_ONLY,
         },
     )
     yield session

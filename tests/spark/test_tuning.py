@@ -5,19 +5,20 @@ and compiled (the tuning of ten million events) gives the same tables, row for r
 
 from __future__ import annotations
 
-import json
-import math
+import shutil
 from pathlib import Path
-from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
 import spark_tasks.rebalance_report as rebalance_report
 import spark_tasks.tuning as tuning
+from spark_tasks.compare import report_differences, table_rows
 from spark_tasks.rebalance_report import TABLES, run
 from spark_tasks.tuning import (
+    C1_ONLY,
     DRIVER_JAVA_OPTIONS,
     SIZED_BELOW,
     history_events,
@@ -25,8 +26,6 @@ from spark_tasks.tuning import (
     tuning_for_history,
 )
 from webapp.simulation.history import generate_history
-
-C1_ONLY = "-XX:TieredStopAtLevel=1"
 
 
 @pytest.fixture
@@ -82,26 +81,6 @@ def test_an_unreadable_history_gets_the_smallest_tuning(tmp_path: Path) -> None:
     assert tuning_for_history(tmp_path / "missing") == tuning_for(0)
 
 
-def _rows(directory: Path, table: str) -> list[dict[str, Any]]:
-    """A table's rows in an order of their own (Spark's partitioning is no part of it)."""
-
-    def key(row: dict[str, Any]) -> str:
-        rounded = {k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()}
-        return json.dumps(rounded, sort_keys=True, default=str)
-
-    return sorted(pq.read_table(directory / table).to_pylist(), key=key)
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
 @pytest.mark.slow  # two reports of a generated history, about 40 s on local[1]
 def test_interpreted_and_compiled_reports_are_the_same_row_for_row(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -117,12 +96,23 @@ def test_interpreted_and_compiled_reports_are_the_same_row_for_row(
     monkeypatch.setattr(rebalance_report, "tuning_for", lambda events: tuning_for(SIZED_BELOW))
     compiled = run(spark, history, tmp_path / "compiled")
 
-    for summary in (interpreted, compiled):
-        summary.pop("generated_at")
-    assert _same(interpreted, compiled)
     assert interpreted["totals"]["rebalances"] > 50
-    for table in TABLES:
-        a, b = _rows(tmp_path / "interpreted", table), _rows(tmp_path / "compiled", table)
-        assert len(a) == len(b), table
-        for x, y in zip(a, b, strict=True):
-            assert _same(x, y), (table, x, y)
+    differences = report_differences(tmp_path / "interpreted", tmp_path / "compiled")
+    assert differences == dict.fromkeys(differences)  # None everywhere: the same
+    assert "summary.json" in differences and set(TABLES) <= differences.keys()
+    assert compiled["totals"] == interpreted["totals"]
+
+    # And the comparison sees a difference: one partition moved elsewhere in a copy.
+    altered = tmp_path / "altered"
+    shutil.copytree(tmp_path / "compiled", altered)
+    rows = table_rows(altered, "partition_moves")
+    rows[0]["member_after"] = "someone-else"
+    shutil.rmtree(altered / "partition_moves")
+    (altered / "partition_moves").mkdir()
+    schema = pq.read_schema(next((tmp_path / "compiled" / "partition_moves").glob("*.parquet")))
+    pq.write_table(
+        pa.Table.from_pylist(rows, schema=schema), altered / "partition_moves" / "part-0.parquet"
+    )
+    found = report_differences(tmp_path / "compiled", altered)
+    assert found["partition_moves"] is not None
+    assert found["rebalances"] is None and found["summary.json"] is None
