@@ -902,7 +902,9 @@ def report_tables(
     held_by_handoff = handoff_holdings(handoff)
     consumer = materialize("consumer events", history.transform(consumer_events))
     consumers = materialize("consumer rebalances", consumer.transform(consumer_rebalances))
-    held_by_consumer = consumer_holdings(consumer)
+    # Read twice (the unavailable intervals, the holdings) and costly to compute (a window
+    # over every assignment and revocation of the consumer groups): computed once.
+    held_by_consumer = materialize("consumer holdings", consumer_holdings(consumer))
 
     assignments = assignments_of(history)
     timeline = partition_timeline(assignments, assignment_roles(rebalances), member_instances)
