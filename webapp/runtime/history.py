@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections import deque
 from typing import Any
@@ -174,7 +175,12 @@ class HistoryWriter:
                 await self._task
             self._task = None
         try:
-            await self.flush()
+            # In a context of its own: a caller's may be a copy of one that is inside a
+            # thread-sensitive sync_to_async call (a shutdown signal that arrived during a
+            # Django view), where asgiref refuses another ("Single thread executor already
+            # being used, would deadlock") and the last events would be lost.
+            loop = asyncio.get_running_loop()
+            await loop.create_task(self.flush(), context=contextvars.Context())
         except Exception:
             logger.exception("event history: %d events could not be stored", len(self._pending))
 

@@ -3,14 +3,17 @@ connection (restarted, or the backend ended). No request or task surrounds the w
 Django replaces a broken connection only between requests and Celery tasks: the writer's batch,
 one transaction, must leave the connection to be made again when it fails (Django's atomic
 closes a connection it cannot roll back), and the next flush stores the batch. A SQLite file
-drops no connections: this runs on make test's PostgreSQL pass."""
+drops no connections: this runs on make test's PostgreSQL pass. And the writer's stop stores
+its last events whatever context it is called in."""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import os
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import OperationalError, connection
 
 from coordinator_engine.events import StateChanged
@@ -64,4 +67,27 @@ async def test_a_batch_the_dropped_connection_failed_is_stored_by_the_next_flush
     await writer.flush()
     assert await sync_to_async(stored_seqs)() == [1, 2, 3, 4]
     # The writer's thread outlives the test: its connection would keep the test database open.
+    await sync_to_async(close_the_connection)()
+
+
+async def test_stopping_stores_the_last_events_whatever_context_the_caller_is_in() -> None:
+    """A shutdown signal that interrupts a Django view runs the runtime's stop in a copy of the
+    view's context, inside a thread-sensitive sync_to_async call: asgiref refuses another
+    there. The writer's last flush must not be one."""
+    writer = HistoryWriter()
+    writer.start()
+    writer.add(event(1))
+    writer.add(event(2))
+
+    async def stop_as_if_inside_a_view() -> None:
+        SyncToAsync.deadlock_context.set(True)  # what sync_to_async sets while a view runs
+        with pytest.raises(RuntimeError, match="would deadlock"):
+            await sync_to_async(stored_seqs)()  # what the writer met before
+        await writer.stop()
+
+    await asyncio.get_running_loop().create_task(
+        stop_as_if_inside_a_view(), context=contextvars.Context()
+    )
+    assert writer.pending == 0
+    assert await sync_to_async(stored_seqs)() == [1, 2]
     await sync_to_async(close_the_connection)()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import gc
 import ipaddress
 import json
@@ -216,10 +217,15 @@ class Command(BaseCommand):
             await simulation_for(runtime).stop_all()
             await runtime.stop()
 
+        # The shutdown runs in a context of its own: the trigger fires in whatever context the
+        # signal that stopped the reactor interrupted (a Django view's, inside sync_to_async,
+        # where asgiref refuses the history writer's last store as a deadlock).
         reactor.addSystemEventTrigger(
             "before",
             "shutdown",
-            lambda: defer.Deferred.fromFuture(asyncio.ensure_future(stop())),
+            lambda: defer.Deferred.fromFuture(
+                asyncio.get_event_loop().create_task(stop(), context=contextvars.Context())
+            ),
         )
         self.stdout.write(f"Starting Rebalance Lab at {host}:{port} (log {runtime.log_path})")
         server.run()
