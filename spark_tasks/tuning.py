@@ -112,11 +112,6 @@ class Tuning:
                 else:
                     spark.conf.set(key, value)
 
-    def describe(self) -> str:
-        """One line for logs and progress: the size and what it chose."""
-        chosen = ", ".join(f"{key}={value}" for key, value in sorted(self.sql.items()))
-        return f"{self.events:,} events: {self.java_options}; {chosen or 'Spark defaults'}"
-
 
 def _start_up_options() -> str:
     """The class archive's options, when there is one (quiet: a stale archive is no error)."""
