@@ -130,7 +130,7 @@ from .output import (
     write_json_atomically,
 )
 from .schema import SCHEMA_VERSION
-from .tuning import history_events, tuning_for
+from .tuning import tuning_for
 
 __all__ = [
     "CAUSES",
@@ -1225,9 +1225,21 @@ def run(
 
     phase("checking the input")
     files = check_history(input_dir)
-    # Shuffles and code generation sized to the history (spark_tasks.tuning).
-    with tuning_for(history_events(files)).applied(spark):
-        return _report(spark, input_dir, output_dir, files, storm_count, storm_window_ms, phase)
+    # The groups and the events from the files themselves (no job); the settings sized to
+    # that many events (spark_tasks.tuning).
+    group_ids, events = history_groups(files)
+    with tuning_for(events).applied(spark):
+        return _report(
+            spark,
+            input_dir,
+            output_dir,
+            files,
+            group_ids,
+            events,
+            storm_count,
+            storm_window_ms,
+            phase,
+        )
 
 
 def _report(
@@ -1235,13 +1247,14 @@ def _report(
     input_dir: str | Path,
     output_dir: str | Path,
     files: list[Path],
+    group_ids: list[str],
+    events: int,
     storm_count: int,
     storm_window_ms: int,
     phase: Callable[[str], None],
 ) -> dict[str, Any]:
     phase("reading the history")
     history = read_history(spark, input_dir)
-    group_ids, events = history_groups(files)
 
     staging = staging_directory(output_dir)
     written: set[str] = set()
