@@ -67,16 +67,17 @@ def _summary(report: Path) -> dict[str, Any]:
 def report_differences(old: Path, new: Path) -> dict[str, str | None]:
     """Per table, and ``summary.json``: None when the two reports agree, else what differs
     first (row counts, or the first differing row of each)."""
-    found: dict[str, str | None] = {}
-    for table in TABLES:
-        a, b = table_rows(old, table), table_rows(new, table)
-        found[table] = None
-        if len(a) != len(b):
-            found[table] = f"{len(a):,} rows against {len(b):,}"
-            continue
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            if not same(x, y):
-                found[table] = f"row {i} of {len(a):,} differs:\n  {x}\n  {y}"
-                break
-    found["summary.json"] = None if same(_summary(old), _summary(new)) else "differs"
-    return found
+    return {
+        **{table: _table_difference(old, new, table) for table in TABLES},
+        "summary.json": None if same(_summary(old), _summary(new)) else "differs",
+    }
+
+
+def _table_difference(old: Path, new: Path, table: str) -> str | None:
+    a, b = table_rows(old, table), table_rows(new, table)
+    if len(a) != len(b):
+        return f"{len(a):,} rows against {len(b):,}"
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if not same(x, y):
+            return f"row {i} of {len(a):,} differs:\n  {x}\n  {y}"
+    return None
