@@ -1,6 +1,7 @@
 """Benchmark: where generate_history's CPU goes: the engine's share, and the clients'.
 
     .venv/bin/python bench/generate_share.py [--events N] [--seed S] [--clients]
+        [--peer DIR [--repeat R]] [--classic-catalogue]
 
 ``manage.py generate_history`` drives the real engine (``GroupCoordinator``) with the library's
 consumer clients (``GroupClient``, ``HandoffClient``, ``ConsumerClient``) in virtual time. Its
@@ -19,8 +20,16 @@ and the measured cost of timing a nested call is taken off its caller's. The tim
 The engine's µs per event is a floor for the generator on this machine: with ``jobs=2`` the
 two coordinators run on two cores at best, so ``2 / (engine µs per event)`` is the most events
 per second any simulation around this engine could reach here; the engine's and the clients'
-µs per event together are the floor of any host of these clients. There is no peer. The last
-line is one JSON object with every figure.
+µs per event together are the floor of any host of these clients. The last line is one JSON
+object with every figure.
+
+``--peer DIR`` instead times whole runs of this tree and of another checkout (a ``git worktree``
+of an older commit, with ``.venv`` linked into it), each in a fresh process with no timers,
+``--repeat`` times (default 3) with the trees interleaved, and prints both trees' CPU and wall
+time per run, their events per second of CPU (median) and the ratio. ``--classic-catalogue``
+runs only the applications a catalogue from before the consumer protocol (KIP-848) had: the
+fourteen classic and handoff ones, the same workload in both trees, where the full catalogue
+would give a tree with consumer-protocol groups a heavier history.
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -107,6 +118,87 @@ class ExclusiveTimer:
         return own - nested * self.overhead
 
 
+def keep_classic_catalogue() -> None:
+    """Run only the catalogue's classic and handoff applications (``--classic-catalogue``)."""
+    import importlib
+
+    catalogue = importlib.import_module("webapp.simulation.history.catalogue")
+    catalogue.GROUPS = tuple(s for s in catalogue.GROUPS if not getattr(s, "consumer", False))
+
+
+def plain_run(events: int, seed: int) -> dict[str, Any]:
+    """One generation with no timers: its events, CPU and wall time."""
+    from webapp.simulation.history import generate_history
+
+    with tempfile.TemporaryDirectory(prefix="generate-share-") as scratch:
+        cpu_before, wall_before = time.process_time(), time.perf_counter()
+        generated = generate_history(Path(scratch) / "history", events, seed=seed, jobs=1)
+        cpu, wall = time.process_time() - cpu_before, time.perf_counter() - wall_before
+    return {"events": generated.events, "cpu_s": cpu, "wall_s": wall}
+
+
+def run_in(tree: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``plain_run`` in a fresh process whose imports come from ``tree``."""
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        f"--one={tree}",
+        f"--events={args.events}",
+        f"--seed={args.seed}",
+    ]
+    if args.classic_catalogue:
+        command.append("--classic-catalogue")
+    out = subprocess.run(
+        command,
+        cwd=tree,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def side_by_side(args: argparse.Namespace) -> int:
+    """``--peer``: whole runs of both trees, interleaved; events/s of CPU and the ratio."""
+    trees = {"this": Path(__file__).resolve().parents[1], "peer": args.peer.resolve()}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    for round_ in range(1, args.repeat + 1):
+        for name, tree in trees.items():
+            result = run_in(tree, args)
+            runs[name].append(result)
+            print(
+                f"round {round_}/{args.repeat}, {name}: {result['events']:,} events,"
+                f" CPU {result['cpu_s']:.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    catalogue = "classic and handoff applications only" if args.classic_catalogue else "full"
+    print(f"\ngenerate_history, {args.events:,} events asked, seed {args.seed}, one process,")
+    print(f"catalogue: {catalogue}; {args.repeat} runs per tree, interleaved\n")
+    print("| tree | events | CPU s per run | wall s per run | events/s of CPU (median) |")
+    print("|---|---|---|---|---|")
+    figures: dict[str, Any] = {}
+    for name, results in runs.items():
+        rates = [r["events"] / r["cpu_s"] for r in results]
+        figures[name] = {
+            "tree": str(trees[name]),
+            "median_events_per_cpu_s": statistics.median(rates),
+            "runs": results,
+        }
+        cpu = " / ".join(f"{r['cpu_s']:.2f}" for r in results)
+        wall = " / ".join(f"{r['wall_s']:.2f}" for r in results)
+        print(
+            f"| {name} | {results[0]['events']:,} | {cpu} | {wall} |"
+            f" {statistics.median(rates):,.0f} |"
+        )
+    ratio = figures["this"]["median_events_per_cpu_s"] / figures["peer"]["median_events_per_cpu_s"]
+    figures["this_over_peer"] = ratio
+    print(f"\nthis / peer (median events/s of CPU): {ratio:.2f}")
+    print(json.dumps(figures))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=200_000, help="events (default 200,000)")
@@ -116,7 +208,28 @@ def main() -> int:
         action="store_true",
         help="time the consumer clients' calls too (slows the run: compare CPU without it)",
     )
+    parser.add_argument(
+        "--peer", type=Path, help="another checkout: time whole runs of both, side by side"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs per tree with --peer (3)")
+    parser.add_argument(
+        "--classic-catalogue",
+        action="store_true",
+        help="only the classic and handoff applications (an older catalogue's workload)",
+    )
+    parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # a tree's plain run
     args = parser.parse_args()
+    if args.one is not None:
+        sys.path.insert(0, str(args.one))  # its imports come from that tree
+    if args.peer is not None and args.clients:
+        parser.error("--clients times the calls of one run: it does not go with --peer")
+    if args.classic_catalogue:
+        keep_classic_catalogue()
+    if args.one is not None:
+        print(json.dumps(plain_run(args.events, args.seed)))
+        return 0
+    if args.peer is not None:
+        return side_by_side(args)
 
     from coordinator_engine import coordinator
     from coordinator_engine.client import ConsumerClient, GroupClient, HandoffClient
