@@ -28,7 +28,7 @@ to its next incarnation with the committed offsets, the old process being gone.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from coordinator_engine import CoordinatorConfig
@@ -161,18 +161,18 @@ def duplicate_windows(history: DataFrame, holdings: DataFrame, protocols: DataFr
             F.col("_o.offset").alias("offset"),
         )
     )
-    # The last two commits of each (member, partition) before its removal. A rank filter: Spark
-    # keeps the top two of each task's rows before the shuffle (WindowGroupLimit), so only those
-    # travel.
-    latest_first = Window.partitionBy(*keys, "_removed_seq").orderBy(F.col("seq").desc())
-    commit_row = F.struct("seq", "at_ms", "offset")
+    # The last two commits of each (member, partition) before its removal, newest first: a
+    # top-two aggregate (no sort), which each task reduces to two rows per key before the
+    # shuffle. A commit names a partition once, so seq orders them without ties.
+    latest = F.max_by(F.struct("seq", "at_ms", "offset"), "seq", 2)
     last_commits = (
-        commits.withColumn("_rank", F.row_number().over(latest_first))
-        .where(F.col("_rank") <= 2)
-        .groupBy(*keys, "_removed_seq")
-        .agg(
-            F.max(commit_row).alias("_last"),
-            F.when(F.count("*") == 2, F.min(commit_row)).alias("_previous"),
+        commits.groupBy(*keys, "_removed_seq")
+        .agg(latest.alias("_latest"))
+        .select(
+            *keys,
+            "_removed_seq",
+            F.col("_latest")[0].alias("_last"),
+            F.get("_latest", 1).alias("_previous"),  # null with a single commit
         )
     )
     commit, previous = F.col("_last"), F.col("_previous")
