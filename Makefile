@@ -48,7 +48,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict coordinator_engine webapp/runtime webapp/transports webapp/simulation
+	$(VENV)/bin/mypy --strict coordinator_engine webapp/runtime webapp/transports webapp/simulation spark_tasks
 
 ## The dashboard's pure modules (static/dashboard/*.js) under Node's own test runner.
 jstest: $(NODE_STAMP)

@@ -177,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.job}: error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:
-        from py4j.protocol import Py4JError
+        from py4j.protocol import Py4JError  # type: ignore[import-untyped]
         from pyspark.errors import PySparkException
 
         if not isinstance(exc, Py4JError | PySparkException):

@@ -79,9 +79,11 @@ from .events import (
     is_type,
     last_where,
     member_partitions,
+    planned_assignments,
     report_cause,
     so_far,
     unavailable_intervals,
+    with_member_counts,
 )
 
 __all__ = [
@@ -201,17 +203,7 @@ def consumer_events(history: DataFrame) -> DataFrame:
 
 def _targets(events: DataFrame) -> DataFrame:
     """Every target's (group_id, seq, member_id, topic, partition) rows."""
-    return (
-        events.where(_is_target())
-        .select("group_id", "seq", F.explode("assignment").alias("_owned"))
-        .select(
-            "group_id",
-            "seq",
-            F.col("_owned.member_id").alias("member_id"),
-            F.col("_owned.topic").alias("topic"),
-            F.col("_owned.partition").alias("partition"),
-        )
-    )
+    return planned_assignments(events, _is_target())
 
 
 def consumer_rebalances(events: DataFrame) -> DataFrame:
@@ -287,38 +279,11 @@ def consumer_rebalances(events: DataFrame) -> DataFrame:
         F.when(completed, F.coalesce("_last_target.seq", before_seq)).alias("after_seq"),
         F.col("end.seq").alias("end_seq"),
     )
-    members = (
-        _targets(events)
-        .groupBy("group_id", "seq")
-        .agg(F.countDistinct("member_id").cast("int").alias("members"))
-    )
-    return (
-        rebalances.join(
-            members.select(
-                "group_id",
-                F.col("seq").alias("before_seq"),
-                F.col("members").alias("members_before"),
-            ),
-            ["group_id", "before_seq"],
-            "left",
-        )
-        .join(
-            members.select(
-                "group_id", F.col("seq").alias("after_seq"), F.col("members").alias("members_after")
-            ),
-            ["group_id", "after_seq"],
-            "left",
-        )
-        .withColumns(
-            {
-                "members_before": F.when(
-                    F.col("before_known"), F.coalesce("members_before", F.lit(0))
-                ),
-                "members_after": F.when(
-                    F.col("after_known"), F.coalesce("members_after", F.lit(0))
-                ),
-            }
-        )
+    return rebalances.transform(with_member_counts, _targets(events)).withColumns(
+        {
+            "members_before": F.when(F.col("before_known"), F.coalesce("members_before", F.lit(0))),
+            "members_after": F.when(F.col("after_known"), F.coalesce("members_after", F.lit(0))),
+        }
     )
 
 

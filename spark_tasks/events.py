@@ -99,6 +99,46 @@ def member_partitions(events: DataFrame, kind: str) -> DataFrame:
     )
 
 
+def planned_assignments(events: DataFrame, is_plan: Column) -> DataFrame:
+    """One row per (member, partition) of each assignment a coordinator planned (the
+    ``assignment`` of the events ``is_plan`` picks): group_id, seq, member_id, topic,
+    partition."""
+    return (
+        events.where(is_plan)
+        .select("group_id", "seq", F.explode("assignment").alias("_owned"))
+        .select(
+            "group_id",
+            "seq",
+            F.col("_owned.member_id").alias("member_id"),
+            F.col("_owned.topic").alias("topic"),
+            F.col("_owned.partition").alias("partition"),
+        )
+    )
+
+
+def with_member_counts(rebalances: DataFrame, plans: DataFrame) -> DataFrame:
+    """``members_before`` and ``members_after`` on each rebalance of a kind whose coordinator
+    plans the assignment: how many members the plan at ``before_seq`` and the plan at
+    ``after_seq`` name (``plans``: group_id, seq, member_id; one row per member a plan gives
+    partitions to), null where no plan is at that seq."""
+    members = plans.groupBy("group_id", "seq").agg(
+        F.countDistinct("member_id").cast("int").alias("members")
+    )
+    return rebalances.join(
+        members.select(
+            "group_id", F.col("seq").alias("before_seq"), F.col("members").alias("members_before")
+        ),
+        ["group_id", "before_seq"],
+        "left",
+    ).join(
+        members.select(
+            "group_id", F.col("seq").alias("after_seq"), F.col("members").alias("members_after")
+        ),
+        ["group_id", "after_seq"],
+        "left",
+    )
+
+
 def unavailable_intervals(revocations: DataFrame, rebalances: DataFrame) -> DataFrame:
     """The rows of ``partition_unavailability`` from a kind's revocations: one per interval
     (group_id, rebalance_id, topic, partition, ``_first``: the first revocation's seq, at_ms and

@@ -51,9 +51,11 @@ from .events import (
     is_type,
     last_where,
     member_partitions,
+    planned_assignments,
     report_cause,
     so_far,
     unavailable_intervals,
+    with_member_counts,
 )
 
 __all__ = [
@@ -131,17 +133,7 @@ def handoff_events(history: DataFrame) -> DataFrame:
 
 def _plans(events: DataFrame) -> DataFrame:
     """Every plan's (group_id, seq, member_id, topic, partition) rows."""
-    return (
-        events.where(is_type("HandoffPlanMade"))
-        .select("group_id", "seq", F.explode("assignment").alias("_owned"))
-        .select(
-            "group_id",
-            "seq",
-            F.col("_owned.member_id").alias("member_id"),
-            F.col("_owned.topic").alias("topic"),
-            F.col("_owned.partition").alias("partition"),
-        )
-    )
+    return planned_assignments(events, is_type("HandoffPlanMade"))
 
 
 def _plan_before(rebalances: DataFrame, events: DataFrame) -> DataFrame:
@@ -224,28 +216,9 @@ def handoff_rebalances(events: DataFrame) -> DataFrame:
         F.when(completed, F.col("_last_plan")).alias("after_seq"),
         F.col("end.seq").alias("end_seq"),
     )
-    plans = _plans(events)
-    members = plans.groupBy("group_id", "seq").agg(
-        F.countDistinct("member_id").cast("int").alias("members")
-    )
     return (
         rebalances.join(_plan_before(rebalances, events), ["group_id", "rebalance_id"], "left")
-        .join(
-            members.select(
-                "group_id",
-                F.col("seq").alias("before_seq"),
-                F.col("members").alias("members_before"),
-            ),
-            ["group_id", "before_seq"],
-            "left",
-        )
-        .join(
-            members.select(
-                "group_id", F.col("seq").alias("after_seq"), F.col("members").alias("members_after")
-            ),
-            ["group_id", "after_seq"],
-            "left",
-        )
+        .transform(with_member_counts, _plans(events))
         .withColumns(
             {
                 "members_before": F.coalesce("members_before", F.lit(0)),

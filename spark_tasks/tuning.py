@@ -106,11 +106,11 @@ class Tuning:
         try:
             yield
         finally:
-            for key, value in before.items():
-                if value is None:
+            for key, previous in before.items():
+                if previous is None:
                     spark.conf.unset(key)
                 else:
-                    spark.conf.set(key, value)
+                    spark.conf.set(key, previous)
 
 
 def _start_up_options() -> str:
