@@ -1,9 +1,10 @@
 """Two rebalance reports compared, table by table (``bench/report_diff.py`` prints it; the
 tests compare reports made with different settings by it).
 
-Every table of ``rebalance_report.TABLES`` is read whole from both directories (pyarrow), its
-rows sorted on every column (a table's row order is Spark's partitioning, not part of the
-report), and compared row for row: texts, integers and booleans exactly, floats to 1e-9
+Every table of ``rebalance_report.TABLES`` is read whole from both directories (pyarrow): its
+schemas (column names, order, types and nullability) must be the same, and its rows, sorted on
+every column (a table's row order is Spark's partitioning, not part of the
+report), are compared row for row: texts, integers and booleans exactly, floats to 1e-9
 relative (a sum's last digits depend on the order Spark adds in). ``summary.json`` is compared
 whole, except ``generated_at`` and ``input.path``, floats likewise.
 """
@@ -74,6 +75,9 @@ def report_differences(old: Path, new: Path) -> dict[str, str | None]:
 
 
 def _table_difference(old: Path, new: Path, table: str) -> str | None:
+    schema_a, schema_b = pq.read_schema(_a_file(old / table)), pq.read_schema(_a_file(new / table))
+    if not schema_a.equals(schema_b):
+        return f"schemas differ:\n  {schema_a.to_string()}\n  {schema_b.to_string()}"
     a, b = table_rows(old, table), table_rows(new, table)
     if len(a) != len(b):
         return f"{len(a):,} rows against {len(b):,}"
@@ -81,3 +85,8 @@ def _table_difference(old: Path, new: Path, table: str) -> str | None:
         if not same(x, y):
             return f"row {i} of {len(a):,} differs:\n  {x}\n  {y}"
     return None
+
+
+def _a_file(table: Path) -> Path:
+    """One Parquet file of a table's folder (Spark writes its schema into every one)."""
+    return next(iter(sorted(table.glob("*.parquet"))))

@@ -762,6 +762,15 @@ def storms_of(rebalances: DataFrame) -> DataFrame:
 # -- comparisons -----------------------------------------------------------------------------
 
 
+def _duplicate_figures() -> list[Column]:
+    """The aggregates of duplicate-consumption windows the tables and summary.json report."""
+    return [
+        F.count("*").cast("int").alias("duplicate_windows"),
+        _seconds(F.sum("window_ms")).alias("duplicate_window_s"),
+        F.sum("records").alias("duplicate_records"),
+    ]
+
+
 def compare_rebalances(
     rebalances: DataFrame, *keys: str, duplicates: DataFrame | None = None
 ) -> DataFrame:
@@ -804,11 +813,7 @@ def compare_rebalances(
     )
     if duplicates is None:
         return figures
-    windows = duplicates.groupBy(*keys).agg(
-        F.count("*").cast("int").alias("duplicate_windows"),
-        _seconds(F.sum("window_ms")).alias("duplicate_window_s"),
-        F.sum("records").alias("duplicate_records"),
-    )
+    windows = duplicates.groupBy(*keys).agg(*_duplicate_figures())
     return figures.join(windows, list(keys), "left").withColumns(
         {
             "duplicate_windows": F.coalesce("duplicate_windows", F.lit(0)),
@@ -1037,14 +1042,6 @@ def _duplicates(row: Row) -> dict[str, Any]:
         "duplicate_window_s": _number(row["duplicate_window_s"]),
         "duplicate_records": row["duplicate_records"],
     }
-
-
-def _duplicate_figures() -> list[Column]:
-    return [
-        F.count("*").alias("duplicate_windows"),
-        _seconds(F.sum("window_ms")).alias("duplicate_window_s"),
-        F.sum("records").alias("duplicate_records"),
-    ]
 
 
 def _group_entries(rebalances: DataFrame, duplicates: DataFrame) -> dict[str, dict[str, Any]]:

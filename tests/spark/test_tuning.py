@@ -116,3 +116,18 @@ def test_interpreted_and_compiled_reports_are_the_same_row_for_row(
     found = report_differences(tmp_path / "compiled", altered)
     assert found["partition_moves"] is not None
     assert found["rebalances"] is None and found["summary.json"] is None
+
+    # So does it when only a type changes: the same values, the storms' counts as 64-bit.
+    storms = pq.read_table(altered / "storms")
+    assert storms.schema.field("rebalances").type == pa.int32()
+    widened = storms.set_column(
+        storms.schema.get_field_index("rebalances"),
+        pa.field("rebalances", pa.int64(), nullable=storms.schema.field("rebalances").nullable),
+        storms.column("rebalances").cast(pa.int64()),
+    )
+    shutil.rmtree(altered / "storms")
+    (altered / "storms").mkdir()
+    pq.write_table(widened, altered / "storms" / "part-0.parquet")
+    assert table_rows(altered, "storms") == table_rows(tmp_path / "compiled", "storms")
+    found = report_differences(tmp_path / "compiled", altered)
+    assert found["storms"] is not None and found["storms"].startswith("schemas differ")
