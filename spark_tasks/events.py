@@ -119,8 +119,8 @@ def planned_assignments(events: DataFrame, is_plan: Column) -> DataFrame:
 def with_member_counts(rebalances: DataFrame, plans: DataFrame) -> DataFrame:
     """``members_before`` and ``members_after`` on each rebalance of a kind whose coordinator
     plans the assignment: how many members the plan at ``before_seq`` and the plan at
-    ``after_seq`` name (``plans``: group_id, seq, member_id; one row per member a plan gives
-    partitions to), null where no plan is at that seq."""
+    ``after_seq`` give partitions to (``plans``: the kind's ``planned_assignments``), null
+    where no plan is at that seq."""
     members = plans.groupBy("group_id", "seq").agg(
         F.countDistinct("member_id").cast("int").alias("members")
     )
