@@ -30,7 +30,7 @@ import time
 import typing
 import uuid
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import cache, lru_cache
 from typing import Any
 
@@ -42,6 +42,7 @@ from coordinator_engine import (
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
+    Errors,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -58,7 +59,7 @@ from coordinator_engine import (
 )
 from coordinator_engine.client import new_member_id
 from coordinator_engine.cluster import FindCoordinatorRequest, MetadataRequest
-from coordinator_engine.responses import TopicAssignment
+from coordinator_engine.responses import OffsetData, PartitionResult, TopicAssignment
 from webapp.runtime.api import RuntimeAPI
 from webapp.runtime.cluster import NODE_ID
 from webapp.runtime.topics import TopicRegistry, TopicSpec
@@ -515,6 +516,39 @@ def _by_topic(rows: Any) -> dict[str, list[Any]]:
     return grouped
 
 
+#: A partition index a topic cannot have. Kafka's broker answers a commit or an offset delete
+#: of a partition its metadata does not hold with UNKNOWN_TOPIC_OR_PARTITION before its
+#: coordinator sees it (``KafkaApis.handleOffsetCommitRequest`` / ``handleOffsetDeleteRequest``),
+#: and a fetch of one with no offset (-1); the engine's requests refuse such an index outright.
+def _no_such_partition(index: int) -> bool:
+    return index < 0
+
+
+def _in_request_order(
+    wanted: Sequence[tuple[str, int]], answered: Sequence[Any], missing: Callable[[str, int], Any]
+) -> tuple[Any, ...]:
+    """The engine's ``answered`` rows (one per partition of ``wanted`` it was asked about, in
+    order) with ``missing(topic, index)`` in the place of each partition it was not asked
+    about (``_no_such_partition``)."""
+    rows = iter(answered)
+    return tuple(
+        missing(topic, index) if _no_such_partition(index) else next(rows)
+        for topic, index in wanted
+    )
+
+
+def _unknown_partition(topic: str, index: int) -> PartitionResult:
+    return PartitionResult(
+        topic=topic, partition=index, error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION
+    )
+
+
+def _no_offset(topic: str, index: int) -> OffsetData:
+    return OffsetData(
+        topic=topic, partition=index, offset=-1, metadata="", leader_epoch=-1, error_code=0
+    )
+
+
 def _partition_results(schema: type, results: Any) -> tuple[Any, ...]:
     """The engine's per-partition error codes as ``schema``'s topics (OffsetCommit's and
     OffsetDelete's answers)."""
@@ -546,27 +580,35 @@ async def _offset_commit(context: Context, request: Request) -> Any:
     generation: int | None = getattr(body, "generation_id_or_member_epoch", None)
     if generation is None:
         generation = getattr(body, "generation_id", -1)
-    answer = await context.runtime.submit(
-        OffsetCommitRequest(
-            group_id=body.group_id,
-            generation_id=generation,
-            member_id=getattr(body, "member_id", ""),
-            group_instance_id=getattr(body, "group_instance_id", None),
-            offsets=tuple(
-                PartitionOffset(
-                    topic=topic.name,
-                    partition=p.partition_index,
-                    offset=p.committed_offset,
-                    metadata=p.committed_metadata,
-                    leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                )
-                for topic in body.topics
-                for p in topic.partitions
-            ),
-            api_version=request.api_version,
+    offsets = tuple(
+        PartitionOffset(
+            topic=topic.name,
+            partition=p.partition_index,
+            offset=p.committed_offset,
+            metadata=p.committed_metadata,
+            leader_epoch=getattr(p, "committed_leader_epoch", -1),
         )
+        for topic in body.topics
+        for p in topic.partitions
+        if not _no_such_partition(p.partition_index)
     )
-    return _offset_commit_answer(_response_schema(request), answer.partitions)
+    wanted = [(topic.name, p.partition_index) for topic in body.topics for p in topic.partitions]
+    results: tuple[PartitionResult, ...] = ()
+    if offsets or not wanted:  # Kafka's coordinator sees no commit of partitions only unknown
+        answer = await context.runtime.submit(
+            OffsetCommitRequest(
+                group_id=body.group_id,
+                generation_id=generation,
+                member_id=getattr(body, "member_id", ""),
+                group_instance_id=getattr(body, "group_instance_id", None),
+                offsets=offsets,
+                api_version=request.api_version,
+            )
+        )
+        results = answer.partitions
+    if len(offsets) < len(wanted):
+        results = _in_request_order(wanted, results, _unknown_partition)
+    return _offset_commit_answer(_response_schema(request), results)
 
 
 @lru_cache(maxsize=4096)
@@ -615,22 +657,32 @@ async def _fetch_offsets(
     context: Context, group_id: str, topics: Any, member_id: str | None, member_epoch: int
 ) -> Any:
     """The engine's OffsetFetch answer for one group (``topics`` None: every partition)."""
-    partitions = (
+    wanted = (
         None
         if topics is None
+        else [(topic.name, index) for topic in topics for index in topic.partition_indexes]
+    )
+    partitions = (
+        None
+        if wanted is None
         else tuple(
-            TopicPartition(topic=topic.name, partition=index)
-            for topic in topics
-            for index in topic.partition_indexes
+            TopicPartition(topic=topic, partition=index)
+            for topic, index in wanted
+            if not _no_such_partition(index)
         )
     )
-    return await context.runtime.submit(
+    answer = await context.runtime.submit(
         OffsetFetchRequest(
             group_id=group_id,
             partitions=partitions,
             member_id=member_id,
             member_epoch=member_epoch,
         )
+    )
+    if wanted is None or partitions is None or len(partitions) == len(wanted) or answer.error_code:
+        return answer
+    return dataclasses.replace(
+        answer, partitions=_in_request_order(wanted, answer.partitions, _no_offset)
     )
 
 
@@ -755,22 +807,24 @@ async def _offset_delete(context: Context, request: Request) -> Any:
             error_code=ErrorCode.group_authorization_failed,
             topics=(),
         )
-    answer = await context.runtime.submit(
-        OffsetDeleteRequest(
-            group_id=body.group_id,
-            partitions=tuple(
-                TopicPartition(topic=topic.name, partition=p.partition_index)
-                for topic in body.topics
-                for p in topic.partitions
-            ),
-        )
+    wanted = [(topic.name, p.partition_index) for topic in body.topics for p in topic.partitions]
+    partitions = tuple(
+        TopicPartition(topic=topic, partition=index)
+        for topic, index in wanted
+        if not _no_such_partition(index)
     )
+    answer = await context.runtime.submit(
+        OffsetDeleteRequest(group_id=body.group_id, partitions=partitions)
+    )
+    results = answer.partitions
+    if len(partitions) < len(wanted) and not answer.error_code:
+        results = _in_request_order(wanted, results, _unknown_partition)
     schema = _response_schema(request)
     return _make(
         schema,
         throttle_time=_NO_THROTTLE,
         error_code=ErrorCode(answer.error_code),
-        topics=_partition_results(schema, answer.partitions),
+        topics=_partition_results(schema, results),
     )
 
 
