@@ -59,6 +59,7 @@ from coordinator_engine import (
 )
 from coordinator_engine.client import new_member_id
 from coordinator_engine.cluster import FindCoordinatorRequest, MetadataRequest
+from coordinator_engine.requests import FieldError
 from coordinator_engine.responses import OffsetData, PartitionResult, TopicAssignment
 from webapp.runtime.api import RuntimeAPI
 from webapp.runtime.cluster import NODE_ID
@@ -524,6 +525,11 @@ def _no_such_partition(index: int) -> bool:
     return index < 0
 
 
+def _asked(topics: Any) -> list[tuple[str, int]]:
+    """(topic, partition index) of each partition of a request's ``topics``, in order."""
+    return [(topic.name, p.partition_index) for topic in topics for p in topic.partitions]
+
+
 def _in_request_order(
     wanted: Sequence[tuple[str, int]], answered: Sequence[Any], missing: Callable[[str, int], Any]
 ) -> tuple[Any, ...]:
@@ -580,21 +586,17 @@ async def _offset_commit(context: Context, request: Request) -> Any:
     generation: int | None = getattr(body, "generation_id_or_member_epoch", None)
     if generation is None:
         generation = getattr(body, "generation_id", -1)
-    offsets = tuple(
-        PartitionOffset(
-            topic=topic.name,
-            partition=p.partition_index,
-            offset=p.committed_offset,
-            metadata=p.committed_metadata,
-            leader_epoch=getattr(p, "committed_leader_epoch", -1),
-        )
-        for topic in body.topics
-        for p in topic.partitions
-        if not _no_such_partition(p.partition_index)
-    )
-    wanted = [(topic.name, p.partition_index) for topic in body.topics for p in topic.partitions]
+    asked: list[tuple[str, int]] | None = None
+    try:
+        offsets = _commit_offsets(body.topics)
+    except FieldError:
+        # The engine refuses a partition index no topic has; Kafka answers it (below).
+        asked = _asked(body.topics)
+        if not any(_no_such_partition(index) for _, index in asked):
+            raise
+        offsets = _commit_offsets(body.topics, known_only=True)
     results: tuple[PartitionResult, ...] = ()
-    if offsets or not wanted:  # Kafka's coordinator sees no commit of partitions only unknown
+    if asked is None or offsets:  # partitions no topic has only: answered without the engine
         answer = await context.runtime.submit(
             OffsetCommitRequest(
                 group_id=body.group_id,
@@ -606,9 +608,26 @@ async def _offset_commit(context: Context, request: Request) -> Any:
             )
         )
         results = answer.partitions
-    if len(offsets) < len(wanted):
-        results = _in_request_order(wanted, results, _unknown_partition)
+    if asked is not None:
+        results = _in_request_order(asked, results, _unknown_partition)
     return _offset_commit_answer(_response_schema(request), results)
+
+
+def _commit_offsets(topics: Any, *, known_only: bool = False) -> tuple[PartitionOffset, ...]:
+    """The engine's offsets of an OffsetCommit's ``topics``; ``known_only``: without the
+    partitions no topic has (``_no_such_partition``), which the engine refuses."""
+    return tuple(
+        PartitionOffset(
+            topic=topic.name,
+            partition=p.partition_index,
+            offset=p.committed_offset,
+            metadata=p.committed_metadata,
+            leader_epoch=getattr(p, "committed_leader_epoch", -1),
+        )
+        for topic in topics
+        for p in topic.partitions
+        if not (known_only and _no_such_partition(p.partition_index))
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -807,7 +826,7 @@ async def _offset_delete(context: Context, request: Request) -> Any:
             error_code=ErrorCode.group_authorization_failed,
             topics=(),
         )
-    wanted = [(topic.name, p.partition_index) for topic in body.topics for p in topic.partitions]
+    wanted = _asked(body.topics)
     partitions = tuple(
         TopicPartition(topic=topic, partition=index)
         for topic, index in wanted
