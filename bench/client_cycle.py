@@ -25,11 +25,12 @@ import heapq
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _trees import run_json
 
 GROUPS = (
     ("bench-range", ("range",)),
@@ -160,15 +161,7 @@ def run_in(tree: Path, members: int, seconds: int) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     script = str(Path(__file__).resolve())
     command = [sys.executable, script, "--one", f"--members={members}", f"--seconds={seconds}"]
-    out = subprocess.run(
-        command,
-        cwd=tree,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    result: dict[str, Any] = run_json(command, tree, env)
     return result
 
 

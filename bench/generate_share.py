@@ -38,12 +38,13 @@ import argparse
 import collections
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _trees import run_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -148,14 +149,7 @@ def run_in(tree: Path, args: argparse.Namespace) -> dict[str, Any]:
     ]
     if args.classic_catalogue:
         command.append("--classic-catalogue")
-    out = subprocess.run(
-        command,
-        cwd=tree,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    result: dict[str, Any] = run_json(command, tree)
     return result
 
 

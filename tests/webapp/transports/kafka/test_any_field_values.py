@@ -70,8 +70,24 @@ def read_frames(sock: socket.socket, until: float) -> tuple[list[int], bool]:
     return ids, False
 
 
-def check_any_values(port: int, api_key: int) -> None:
-    """Run hypothesis over ``api_key``'s served versions against the listener on ``port``."""
+def corrupted(frame: bytes, data: Any) -> bytes:
+    """``frame`` with some of its body's bytes changed, or its body cut short, its size prefix
+    kept true (a frame the listener reads whole). The API key and the correlation id stay:
+    the answer, if any, is still this request's, and a request that is not held stays so."""
+    body = bytearray(frame[4:])
+    keep = {0, 1, 4, 5, 6, 7}  # the API key and the correlation id
+    for _ in range(data.draw(st.integers(1, 4), label="changes")):
+        at = data.draw(st.integers(2, len(body) - 1), label="at")
+        if at not in keep:
+            body[at] = data.draw(st.integers(0, 255), label="byte")
+    if data.draw(st.booleans(), label="cut"):
+        body = body[: data.draw(st.integers(8, len(body)), label="length")]
+    return struct.pack(">i", len(body)) + bytes(body)
+
+
+def check(port: int, api_key: int, corrupt: bool) -> None:
+    """Run hypothesis over requests of ``api_key`` (its served versions, any field values;
+    with ``corrupt``, bytes changed too) against the listener on ``port``."""
     low, high = SUPPORTED[api_key]
     held = api_key in SUSPENDS
 
@@ -90,6 +106,8 @@ def check_any_values(port: int, api_key: int) -> None:
             payload = request_frame(api_key, version, UNDER_TEST, body)
         except Exception:  # a value kio will not encode: no client could send it either
             reject()
+        if corrupt:
+            payload = corrupted(payload, data)
         with socket.create_connection(("127.0.0.1", port), timeout=ANSWER_S) as sock:
             sock.sendall(payload + api_versions_v0(BEHIND))
             ids, closed = read_frames(sock, HELD_S if held else ANSWER_S)
@@ -99,79 +117,23 @@ def check_any_values(port: int, api_key: int) -> None:
             return  # held: parked in a join or a long poll
         # Answered, or sent without an answer (a Produce with acks=0), and still serving.
         assert ids in ([UNDER_TEST, BEHIND], [BEHIND]), ids
-        assert ids == [UNDER_TEST, BEHIND] or api_key == 0, ids
+        assert ids == [UNDER_TEST, BEHIND] or api_key == 0 or corrupt, ids
 
     one_request()
 
 
-def corrupted(frame: bytes, data: Any) -> bytes:
-    """``frame`` with some of its body's bytes changed, or its body cut short, its size prefix
-    kept true (a frame the listener reads whole). The API key and the correlation id stay:
-    the answer, if any, is still this request's, and a request that is not held stays so."""
-    body = bytearray(frame[4:])
-    keep = {0, 1, 4, 5, 6, 7}  # the API key and the correlation id
-    for _ in range(data.draw(st.integers(1, 4), label="changes")):
-        at = data.draw(st.integers(2, len(body) - 1), label="at")
-        if at not in keep:
-            body[at] = data.draw(st.integers(0, 255), label="byte")
-    if data.draw(st.booleans(), label="cut"):
-        body = body[: data.draw(st.integers(8, len(body)), label="length")]
-    return struct.pack(">i", len(body)) + bytes(body)
-
-
-def check_corrupted(port: int, api_key: int) -> None:
-    """Run hypothesis over corrupted requests of ``api_key`` against the listener."""
-    low, high = SUPPORTED[api_key]
-    held = api_key in SUSPENDS
-
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(data=st.data())
-    def one_request(data: Any) -> None:
-        version = data.draw(st.integers(low, high), label="version")
-        body = data.draw(st.from_type(load_request_schema(api_key, version)), label="body")
-        try:
-            payload = corrupted(request_frame(api_key, version, UNDER_TEST, body), data)
-        except Exception:
-            reject()
-        with socket.create_connection(("127.0.0.1", port), timeout=ANSWER_S) as sock:
-            sock.sendall(payload + api_versions_v0(BEHIND))
-            ids, closed = read_frames(sock, HELD_S if held else ANSWER_S)
-        if closed or (held and BEHIND not in ids):
-            return  # refused as bad input, or held
-        assert ids in ([UNDER_TEST, BEHIND], [BEHIND]), ids
-
-    one_request()
-
-
+@pytest.mark.parametrize("corrupt", [False, True], ids=["values", "bytes"])
 @pytest.mark.parametrize("api_key", sorted(SUPPORTED), ids=lambda key: API_NAMES[key])
-async def test_no_corrupted_request_breaks_the_listener(
-    kafka: KafkaListener, caplog: pytest.LogCaptureFixture, api_key: int
+async def test_no_request_breaks_a_handler_and_the_listener_serves_on(
+    kafka: KafkaListener, caplog: pytest.LogCaptureFixture, api_key: int, corrupt: bool
 ) -> None:
-    """The same requests with bytes changed or cut short: each is answered, refused as bad
-    input or held; no decoder or handler fails, and the listener serves on."""
+    """Any field values (``values``), and the same requests with bytes changed or cut short
+    (``bytes``): each is answered, refused as bad input or held; no decoder or handler
+    fails, and the listener serves on."""
     import asyncio
 
     caplog.set_level(logging.WARNING, logger="webapp")
-    await asyncio.to_thread(check_corrupted, kafka.port, api_key)
-    failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert not failures, "\n".join(r.getMessage() for r in failures)
-    assert await answers_api_versions(kafka)
-
-
-@pytest.mark.parametrize("api_key", sorted(SUPPORTED), ids=lambda key: API_NAMES[key])
-async def test_no_field_value_breaks_a_handler_and_the_listener_serves_on(
-    kafka: KafkaListener, caplog: pytest.LogCaptureFixture, api_key: int
-) -> None:
-    import asyncio
-
-    caplog.set_level(logging.WARNING, logger="webapp")
-    await asyncio.to_thread(check_any_values, kafka.port, api_key)
+    await asyncio.to_thread(check, kafka.port, api_key, corrupt)
     failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert not failures, "\n".join(r.getMessage() for r in failures)
     assert await answers_api_versions(kafka)
