@@ -11,7 +11,11 @@ event loop; the listener only appends to two in-memory queues:
   instance per row: under a stream of offset commits the ORM's per-row work took a fifth of
   the process's CPU, from the thread that shares the interpreter with the event loop).
   A failed write is retried on the next batch; if the database stays down, the oldest
-  events beyond ``max_pending`` are dropped (logged) rather than growing without bound. The
+  events beyond ``max_pending`` are dropped (logged) rather than growing without bound.
+  PostgreSQL refuses a NUL character in text (Kafka allows any string as a group id, a member
+  id or a reason; SQLite stores it as it is): a batch it refuses for that is stored again with
+  U+FFFD in place of each NUL, as are the ids asked of it, and a row it still refuses is
+  dropped (logged) rather than holding up every event after it. The
   history is a record of what happened, not the coordinator's
   state (that is the record log), so at worst a crash loses the last ``interval_s`` of it.
 * :class:`Publisher` sends the events to the group's Channels group and to the global one (the
@@ -31,7 +35,7 @@ from collections import deque
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DataError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Max
 from django.db.models.constants import OnConflict
@@ -47,6 +51,7 @@ __all__ = [
     "Publisher",
     "events_after",
     "last_stored_seq_per_group",
+    "stored_group_id",
 ]
 
 _ENVELOPE = ("type", "group_id", "at_ms")
@@ -57,13 +62,40 @@ _COLUMNS = ("seq", "prev_seq", "group_id", "type", "at_ms", "payload")
 _PAYLOAD = GroupEvent._meta.get_field("payload")
 
 
-def _row(item: SequencedEvent, db: BaseDatabaseWrapper) -> tuple[Any, ...]:
+#: What PostgreSQL cannot hold in text or jsonb, and what stands for it there.
+_NUL, _NUL_STAND_IN = "\x00", "\ufffd"
+
+
+def _without_nul(value: Any) -> Any:
+    """``value`` with ``_NUL_STAND_IN`` for each NUL of its strings, at any depth."""
+    if isinstance(value, str):
+        return value.replace(_NUL, _NUL_STAND_IN)
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nul(item) for item in value]
+    return value
+
+
+def stored_group_id(group_id: str) -> str:
+    """The ``group_id`` column's value for a group (``_without_nul`` on PostgreSQL)."""
+    if _NUL in group_id and connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
+        return group_id.replace(_NUL, _NUL_STAND_IN)
+    return group_id
+
+
+def _row(
+    item: SequencedEvent, db: BaseDatabaseWrapper, *, nul_free: bool = False
+) -> tuple[Any, ...]:
     data = item.event.to_json()
     payload = {key: value for key, value in data.items() if key not in _ENVELOPE}
+    group_id = item.event.group_id
+    if nul_free:
+        payload, group_id = _without_nul(payload), _without_nul(group_id)
     return (
         item.seq,
         item.prev_seq,
-        item.event.group_id,
+        group_id,
         item.event.type,
         item.event.at_ms,
         _PAYLOAD.get_db_prep_value(payload, db),
@@ -88,12 +120,38 @@ def _insert_sql(db: BaseDatabaseWrapper) -> str:
     )
 
 
+def _insert(db: BaseDatabaseWrapper, rows: list[tuple[Any, ...]]) -> None:
+    with transaction.atomic(using=db.alias), db.cursor() as cursor:
+        cursor.executemany(_insert_sql(db), rows)
+
+
 def _store(batch: list[SequencedEvent]) -> None:
     """Store ``batch`` (sync, in the database's thread: the rows are built there too)."""
     db = connections[DEFAULT_DB_ALIAS]  # looked up once: each lookup is a thread-local read
-    rows = [_row(item, db) for item in batch]
-    with transaction.atomic(using=db.alias), db.cursor() as cursor:
-        cursor.executemany(_insert_sql(db), rows)
+    try:
+        _insert(db, [_row(item, db) for item in batch])
+        return
+    except DataError:
+        if db.vendor != "postgresql":
+            raise
+    # A NUL character somewhere in the batch (the module docstring).
+    rows = [_row(item, db, nul_free=True) for item in batch]
+    try:
+        _insert(db, rows)
+        return
+    except DataError:
+        pass
+    for item, row in zip(batch, rows, strict=True):
+        try:
+            _insert(db, [row])
+        except DataError as refused:
+            logger.error(
+                "event history: event %d (%s of group %r) cannot be stored, dropped: %s",
+                item.seq,
+                item.event.type,
+                item.event.group_id,
+                refused,
+            )
 
 
 def last_stored_seq_per_group() -> dict[str, int]:
@@ -104,7 +162,8 @@ def last_stored_seq_per_group() -> dict[str, int]:
 
 def events_after(group_id: str, after: int, limit: int) -> list[dict[str, Any]]:
     """Up to ``limit`` stored events of ``group_id`` with ``seq > after``, in order (sync)."""
-    rows = GroupEvent.objects.filter(group_id=group_id, seq__gt=after).order_by("seq")[:limit]
+    rows = GroupEvent.objects.filter(group_id=stored_group_id(group_id), seq__gt=after)
+    rows = rows.order_by("seq")[:limit]
     return [row.to_json() for row in rows]
 
 

@@ -4,7 +4,8 @@ Django replaces a broken connection only between requests and Celery tasks: the 
 one transaction, must leave the connection to be made again when it fails (Django's atomic
 closes a connection it cannot roll back), and the next flush stores the batch. A SQLite file
 drops no connections: this runs on make test's PostgreSQL pass. And the writer's stop stores
-its last events whatever context it is called in."""
+its last events whatever context it is called in, and an event PostgreSQL cannot hold as it is
+(a NUL character in its group id) holds up no other."""
 
 from __future__ import annotations
 
@@ -20,14 +21,14 @@ from coordinator_engine.events import StateChanged
 from tests.live_server import _postgres_connection
 from webapp.models import GroupEvent
 from webapp.runtime.events import SequencedEvent
-from webapp.runtime.history import HistoryWriter
+from webapp.runtime.history import HistoryWriter, events_after
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 
-def event(seq: int) -> SequencedEvent:
+def event(seq: int, group_id: str = "orders", reason: str = "joined") -> SequencedEvent:
     changed = StateChanged(
-        group_id="orders", at_ms=seq, from_state="Empty", to_state="Stable", reason="joined"
+        group_id=group_id, at_ms=seq, from_state="Empty", to_state="Stable", reason=reason
     )
     return SequencedEvent(seq=seq, prev_seq=seq - 1, event=changed)
 
@@ -90,4 +91,30 @@ async def test_stopping_stores_the_last_events_whatever_context_the_caller_is_in
     )
     assert writer.pending == 0
     assert await sync_to_async(stored_seqs)() == [1, 2]
+    await sync_to_async(close_the_connection)()
+
+
+def stored_rows() -> list[tuple[int, str, str]]:
+    return [
+        (row.seq, row.group_id, row.payload["reason"]) for row in GroupEvent.objects.order_by("seq")
+    ]
+
+
+async def test_an_event_with_a_nul_character_holds_up_no_other_event() -> None:
+    """Kafka takes any string as a group id, a NUL character too; PostgreSQL refuses one in
+    text, and its refusal of the batch held every later event back for ever. It is stored with
+    U+FFFD in place of the NUL there (as it is on SQLite), and read back by the group's id."""
+    writer = HistoryWriter()
+    for item in (event(1), event(2, group_id="a\x00b", reason="r\x00"), event(3)):
+        writer.add(item)
+    await writer.flush()
+    assert writer.pending == 0
+    nul = "\ufffd" if connection.vendor == "postgresql" else "\x00"
+    assert await sync_to_async(stored_rows)() == [
+        (1, "orders", "joined"),
+        (2, f"a{nul}b", f"r{nul}"),
+        (3, "orders", "joined"),
+    ]
+    found = await sync_to_async(events_after)("a\x00b", 0, 10)
+    assert [(e["seq"], e["reason"]) for e in found] == [(2, f"r{nul}")]
     await sync_to_async(close_the_connection)()

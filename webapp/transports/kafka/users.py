@@ -49,7 +49,11 @@ def _load(name: str) -> StoredUser | None:
 
 
 async def stored_user(name: str) -> StoredUser | None:
-    """The user ``name`` as stored now (a change applies to the next authentication)."""
+    """The user ``name`` as stored now (a change applies to the next authentication); None,
+    without asking the database, for a name no user can have (``check_name``: a client's
+    name may hold anything, a NUL character too, which PostgreSQL refuses in a query)."""
+    if not _NAME.fullmatch(name):
+        return None
     return await sync_to_async(_load)(name)
 
 

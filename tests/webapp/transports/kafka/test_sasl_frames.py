@@ -235,6 +235,12 @@ async def test_a_wrong_nonce_in_the_client_final_message_is_refused(
         ("SCRAM-SHA-256", b"", INVALID_SCRAM),
         ("SCRAM-SHA-256", b"n,,n=alice", INVALID_SCRAM),
         ("SCRAM-SHA-256", b"n,,n=nobody,r=abc", INVALID_SCRAM),  # the same as a bad password
+        ("SCRAM-SHA-256", b"n,,n=ali\x00ce,r=abc", INVALID_SCRAM),  # not a name to look up
+        (
+            "PLAIN",
+            b"\x00nob\xc3\xa9dy\x00pw",
+            "Authentication failed: Invalid username or password",
+        ),
         ("PLAIN", b"\xff" * 3000, "Invalid SASL/PLAIN response: not UTF-8"),
         ("PLAIN", b"alice", "Invalid SASL/PLAIN response: expected 3 tokens, got 1"),
     ],
