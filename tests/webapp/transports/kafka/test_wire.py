@@ -5,6 +5,7 @@ keeps serving the others."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 
 import pytest
@@ -81,13 +82,32 @@ async def test_an_api_versions_version_not_served_gets_a_v0_answer_with_the_rang
         ),
         pytest.param(frame(struct.pack(">hhih", 11, 5, 1, -1) + b"\xff" * 9), id="garbage body"),
         pytest.param(bytes(range(256)) * 4, id="random bytes"),
+        # Kafka's readers refuse a null where the schema has a non-nullable array; kio reads it.
+        pytest.param(
+            frame(struct.pack(">hhih", 15, 5, 1, 1) + b"t\x00" + b"\x00\x00\x00"),
+            id="a DescribeGroups v5 whose groups are null",
+        ),
+        pytest.param(
+            frame(
+                struct.pack(">hhih", 8, 8, 1, 1)
+                + b"t\x00"  # the header's client id and tags
+                + b"\x02g"
+                + struct.pack(">i", -1)
+                + b"\x01\x00"  # group, generation, member, instance
+                + b"\x02\x02t\x00\x00"  # one topic "t" whose partitions are null, its tags
+                + b"\x00"  # the body's tags
+            ),
+            id="an OffsetCommit v8 topic whose partitions are null",
+        ),
     ],
 )
 async def test_a_bad_request_closes_its_connection_and_the_listener_serves_on(
-    kafka: KafkaListener, payload: bytes
+    kafka: KafkaListener, payload: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert await exchange(kafka, payload) == b""
     assert await answers_api_versions(kafka)
+    # Refused as bad input (a warning), not failed in a handler (an error).
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
 # -- clients that go away mid-request ---------------------------------------------------------
