@@ -36,7 +36,6 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import (
     EntityField,
     EntityTupleField,
-    PrimitiveTupleField,
     classify_field,
     get_field_tag,
 )
@@ -49,6 +48,8 @@ from kio.serial.readers import (
 )
 from kio.serial.writers import write_unsigned_varint
 from kio.static.primitive import uvarint
+
+from .bounds import BadArray, check_arrays
 
 __all__ = [
     "MAX_FRAME_BYTES",
@@ -186,43 +187,6 @@ def _known_tags_only(entity: Any, data: bytes, offset: int, out: io.BytesIO) -> 
     return offset
 
 
-#: A kio entity's null check: its non-nullable array fields, each with its items' check (empty
-#: when they hold no such field).
-_ArrayChecks = tuple[tuple[str, "_ArrayChecks"], ...]
-
-
-@cache
-def _arrays(entity: type) -> _ArrayChecks:
-    """The non-nullable array fields of a kio entity, at any depth: what ``_null_array``
-    looks at."""
-    arrays: list[tuple[str, _ArrayChecks]] = []
-    for field in dataclasses.fields(entity):
-        kind = classify_field(field)
-        if is_nullable(field) or not isinstance(kind, EntityTupleField | PrimitiveTupleField):
-            continue
-        items = _arrays(kind.type_) if isinstance(kind, EntityTupleField) else ()
-        arrays.append((field.name, items))
-    return tuple(arrays)
-
-
-def _null_array(entity: Any, checks: _ArrayChecks | None = None) -> str | None:
-    """The path of the first non-nullable array of a decoded ``entity`` that is null, if any
-    (``checks``: its type's ``_arrays``)."""
-    if checks is None:
-        entity_type: type = type(entity)
-        checks = _arrays(entity_type)
-    for name, items in checks:
-        value = getattr(entity, name)
-        if value is None:
-            return name
-        if items:
-            for item in value:
-                inner = _null_array(item, items)
-                if inner is not None:
-                    return f"{name}[{value.index(item)}].{inner}"
-    return None
-
-
 def _without_unknown_tags(frame: bytes, api_key: int, api_version: int) -> bytes:
     """The request ``frame`` without the tagged fields its schemas do not declare."""
     header, body = _request_schemas(api_key, api_version)
@@ -275,26 +239,25 @@ def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Reque
             f"API {api_key} version {api_version} is not in {low}..{high}",
         )
     read_header, read_body = _request_reader(api_key, api_version)
+    _, schema = _request_schemas(api_key, api_version)
     try:
+        header, used = read_header(frame, 0)
+        # Before kio reads the body: it would size an array by its count alone, and take a
+        # null for any array (bounds.py).
+        check_arrays(schema, frame, used)
         try:
-            header, used = read_header(frame, 0)
             body, _ = read_body(frame, used)
         except KeyError:  # kio's refusal of a tagged field it does not know
             frame = _without_unknown_tags(frame, api_key, api_version)
             header, used = read_header(frame, 0)
             body, _ = read_body(frame, used)
+    except BadArray as exc:
+        raise BadFrame(f"API {api_key} v{api_version} request refused: {exc}") from exc
     except (SerialError, KeyError, ValueError, IndexError, OverflowError) as exc:
         # kio raises SerialError for bytes that run out or do not decode.
         raise BadFrame(
             f"API {api_key} v{api_version} request does not decode: {type(exc).__name__}: {exc}"
         ) from exc
-    null = _null_array(body)
-    if null is not None:
-        # Kafka's generated readers refuse it ("non-nullable field ... was serialized as null");
-        # kio reads a null array whatever the schema says.
-        raise BadFrame(
-            f"API {api_key} v{api_version} request has a null for its non-nullable array {null}"
-        )
     # Bytes after the body are ignored, as Kafka ignores them: its RequestContext.parseRequest
     # reads a request's body from the frame and never asks that the frame be used up. librdkafka
     # depends on it: a flexible Metadata request (v9) for all topics carries its null topic

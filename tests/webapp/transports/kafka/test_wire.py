@@ -99,6 +99,25 @@ async def test_an_api_versions_version_not_served_gets_a_v0_answer_with_the_rang
             ),
             id="an OffsetCommit v8 topic whose partitions are null",
         ),
+        # kio sizes an array by its count before reading it: four billion partitions in a
+        # small frame asked for 34 GB, and the process aborted (bounds.py).
+        pytest.param(
+            frame(
+                struct.pack(">hhih", 8, 8, 1, 1)
+                + b"t\x00"
+                + b"\x02g"
+                + struct.pack(">i", -1)
+                + b"\x01\x00"
+                + b"\x02\x02t"
+                + b"\xff\xff\xff\xff\x0f"  # partitions: 2**32 - 2 of them
+                + b"\x00" * 40
+            ),
+            id="an OffsetCommit v8 topic of four billion partitions in a 70-byte frame",
+        ),
+        pytest.param(
+            frame(struct.pack(">hhih", 15, 0, 1, -1) + struct.pack(">i", 2**31 - 1) + b"x" * 20),
+            id="a DescribeGroups v0 of two billion groups",
+        ),
     ],
 )
 async def test_a_bad_request_closes_its_connection_and_the_listener_serves_on(
