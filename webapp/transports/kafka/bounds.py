@@ -82,6 +82,8 @@ def _varint(data: bytes, offset: int) -> tuple[int, int]:
 def _steps(entity: type) -> Steps:
     """The walk of one ``entity`` (a kio schema class) as steps."""
     flexible: bool = getattr(entity, "__flexible__")  # noqa: B009 (kio's class attribute)
+    # A request header's client id is a legacy string in every version (KIP-482).
+    legacy_strings = entity.__name__ == "RequestHeader"
     steps: list[tuple[int, Any]] = []
 
     def skip(size: int) -> None:
@@ -93,7 +95,7 @@ def _steps(entity: type) -> Steps:
     def element(kafka_type: str) -> None:
         if kafka_type in _FIXED:
             skip(_FIXED[kafka_type])
-        elif flexible:
+        elif flexible and not legacy_strings:
             steps.append((_COMPACT, None))
         else:
             steps.append((_LEGACY16 if kafka_type == "string" else _LEGACY32, None))
@@ -195,12 +197,28 @@ def _elements(
     return offset
 
 
-def check_arrays(schema: type, data: bytes, offset: int) -> None:
-    """Raise BadArray if an array of the ``schema`` body at ``data[offset:]`` announces more
-    elements than bytes are left after its count, or if the body runs past the frame."""
+@cache
+def _has_arrays(entity: type) -> bool:
+    """Whether an ``entity`` has an array at any depth (a heartbeat has none: nothing to check)."""
+    return _any_array(_steps(entity))
+
+
+def _any_array(steps: Steps) -> bool:
+    return any(
+        op in (_ARRAY_C, _ARRAY_L) or (op == _NULLABLE and _any_array(argument))
+        for op, argument in steps
+    )
+
+
+def check_arrays(header: type, body: type, data: bytes) -> None:
+    """Raise BadArray if the request frame ``data`` (a ``header`` then a ``body``, kio schema
+    classes) has an array no Kafka reader takes (the module docstring), or ends before its
+    fields do."""
+    if not _has_arrays(body):
+        return
     end = len(data)
     try:
-        offset = _walk(_steps(schema), data, offset, end)
+        offset = _walk(_steps(body), data, _walk(_steps(header), data, 0, end), end)
     except (IndexError, struct.error):
         offset = end + 1
     if offset > end:

@@ -239,13 +239,12 @@ def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Reque
             f"API {api_key} version {api_version} is not in {low}..{high}",
         )
     read_header, read_body = _request_reader(api_key, api_version)
-    _, schema = _request_schemas(api_key, api_version)
     try:
-        header, used = read_header(frame, 0)
-        # Before kio reads the body: it would size an array by its count alone, and take a
+        # Before kio reads anything: it would size an array by its count alone, and take a
         # null for any array (bounds.py).
-        check_arrays(schema, frame, used)
+        check_arrays(*_request_schemas(api_key, api_version), frame)
         try:
+            header, used = read_header(frame, 0)
             body, _ = read_body(frame, used)
         except KeyError:  # kio's refusal of a tagged field it does not know
             frame = _without_unknown_tags(frame, api_key, api_version)
