@@ -85,27 +85,35 @@ def corrupted(frame: bytes, data: Any) -> bytes:
     return struct.pack(">i", len(body)) + bytes(body)
 
 
+def drawn_request(data: Any, api_key: int) -> tuple[Any, Any, bytes]:
+    """A request of ``api_key`` that hypothesis draws (a served version, any field values): its
+    schema, its body and its frame (with the size); a value kio will not encode is rejected,
+    as no client could send it either."""
+    low, high = SUPPORTED[api_key]
+    version = data.draw(st.integers(low, high), label="version")
+    schema = load_request_schema(api_key, version)
+    body = data.draw(st.from_type(schema), label="body")
+    try:
+        return schema, body, request_frame(api_key, version, UNDER_TEST, body)
+    except Exception:
+        reject()
+
+
+#: How these tests run hypothesis: the same examples every run, no example database.
+SAME_EXAMPLES = settings(
+    deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
+
+
 def check(port: int, api_key: int, corrupt: bool) -> None:
     """Run hypothesis over requests of ``api_key`` (its served versions, any field values;
     with ``corrupt``, bytes changed too) against the listener on ``port``."""
-    low, high = SUPPORTED[api_key]
     held = api_key in SUSPENDS
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
+    @settings(SAME_EXAMPLES, max_examples=EXAMPLES)
     @given(data=st.data())
     def one_request(data: Any) -> None:
-        version = data.draw(st.integers(low, high), label="version")
-        body = data.draw(st.from_type(load_request_schema(api_key, version)), label="body")
-        try:
-            payload = request_frame(api_key, version, UNDER_TEST, body)
-        except Exception:  # a value kio will not encode: no client could send it either
-            reject()
+        _, _, payload = drawn_request(data, api_key)
         if corrupt:
             payload = corrupted(payload, data)
         with socket.create_connection(("127.0.0.1", port), timeout=ANSWER_S) as sock:

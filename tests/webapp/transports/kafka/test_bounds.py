@@ -8,7 +8,7 @@ import struct
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema
 
@@ -16,48 +16,20 @@ from webapp.transports.kafka.apis import API_NAMES, SUPPORTED
 from webapp.transports.kafka.bounds import BadArray, check_arrays
 from webapp.transports.kafka.codec import BadFrame, decode_request
 
-from . import test_any_field_values  # noqa: F401 (its strategy for kio's record batches)
-from .test_wire import request_frame
+from .test_any_field_values import SAME_EXAMPLES, drawn_request
+from .test_wire import offset_commit_v8
 
 
 @pytest.mark.parametrize("api_key", sorted(SUPPORTED), ids=lambda key: API_NAMES[key])
 def test_every_request_a_client_can_encode_passes_and_decodes_as_it_was(api_key: int) -> None:
-    low, high = SUPPORTED[api_key]
-
-    @settings(
-        max_examples=60,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
+    @settings(SAME_EXAMPLES, max_examples=60)
     @given(data=st.data())
     def one_request(data: Any) -> None:
-        version = data.draw(st.integers(low, high), label="version")
-        schema = load_request_schema(api_key, version)
-        body = data.draw(st.from_type(schema), label="body")
-        try:
-            frame = request_frame(api_key, version, 1, body)[4:]
-        except Exception:  # a value kio will not encode
-            reject()
-        check_arrays(schema.__header_schema__, schema, frame)
-        assert decode_request(frame, SUPPORTED).body == body
+        schema, body, frame = drawn_request(data, api_key)
+        check_arrays(schema.__header_schema__, schema, frame[4:])
+        assert decode_request(frame[4:], SUPPORTED).body == body
 
     one_request()
-
-
-def offset_commit_v8(partitions: bytes) -> bytes:
-    """An OffsetCommit v8 frame (without its size) whose one topic's partitions are
-    ``partitions`` (their count and what follows)."""
-    return (
-        struct.pack(">hhih", 8, 8, 1, 1)
-        + b"t\x00"  # the header's client id and tags
-        + b"\x02g"
-        + struct.pack(">i", -1)
-        + b"\x01\x00"  # group, generation, member, instance
-        + b"\x02\x02t"  # one topic, "t"
-        + partitions
-    )
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,20 @@ def frame(body: bytes) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
+def offset_commit_v8(partitions: bytes) -> bytes:
+    """An OffsetCommit v8 frame (without its size) of group "g" (generation -1) whose one
+    topic, "t", has ``partitions`` (their count and whatever follows it)."""
+    return (
+        struct.pack(">hhih", 8, 8, 1, 1)
+        + b"t\x00"  # the header's client id and tags
+        + b"\x02g"
+        + struct.pack(">i", -1)
+        + b"\x01\x00"  # group, generation, member, instance
+        + b"\x02\x02t"  # one topic, "t"
+        + partitions
+    )
+
+
 def api_versions_v0(correlation_id: int = 7) -> bytes:
     # api_key 18, version 0, correlation id, client id "t"
     return frame(struct.pack(">hhih", 18, 0, correlation_id, 1) + b"t")
@@ -88,30 +102,13 @@ async def test_an_api_versions_version_not_served_gets_a_v0_answer_with_the_rang
             id="a DescribeGroups v5 whose groups are null",
         ),
         pytest.param(
-            frame(
-                struct.pack(">hhih", 8, 8, 1, 1)
-                + b"t\x00"  # the header's client id and tags
-                + b"\x02g"
-                + struct.pack(">i", -1)
-                + b"\x01\x00"  # group, generation, member, instance
-                + b"\x02\x02t\x00\x00"  # one topic "t" whose partitions are null, its tags
-                + b"\x00"  # the body's tags
-            ),
+            frame(offset_commit_v8(b"\x00\x00\x00")),  # null partitions, the tags of both
             id="an OffsetCommit v8 topic whose partitions are null",
         ),
         # kio sizes an array by its count before reading it: four billion partitions in a
         # small frame asked for 34 GB, and the process aborted (bounds.py).
         pytest.param(
-            frame(
-                struct.pack(">hhih", 8, 8, 1, 1)
-                + b"t\x00"
-                + b"\x02g"
-                + struct.pack(">i", -1)
-                + b"\x01\x00"
-                + b"\x02\x02t"
-                + b"\xff\xff\xff\xff\x0f"  # partitions: 2**32 - 2 of them
-                + b"\x00" * 40
-            ),
+            frame(offset_commit_v8(b"\xff\xff\xff\xff\x0f" + b"\x00" * 40)),  # 2**32 - 2 of them
             id="an OffsetCommit v8 topic of four billion partitions in a 70-byte frame",
         ),
         pytest.param(
