@@ -93,12 +93,11 @@ def _steps(entity: type) -> Steps:
             steps.append((_SKIP, size))
 
     def element(kafka_type: str) -> None:
-        if kafka_type in _FIXED:
-            skip(_FIXED[kafka_type])
-        elif flexible and not legacy_strings:
-            steps.append((_COMPACT, None))
+        ((op, argument),) = _element_steps(kafka_type, flexible and not legacy_strings)
+        if op == _SKIP:
+            skip(argument)
         else:
-            steps.append((_LEGACY16 if kafka_type == "string" else _LEGACY32, None))
+            steps.append((op, argument))
 
     for field in dataclasses.fields(entity):
         if get_field_tag(field) is not None:
@@ -112,7 +111,7 @@ def _steps(entity: type) -> Steps:
             items = _element_steps(field.metadata["kafka_type"], flexible)
             steps.append((array, (field.name, nullable, items)))
         elif isinstance(kind, EntityField):
-            if is_optional(field):
+            if nullable:
                 steps.append((_NULLABLE, _steps(kind.type_)))
             else:
                 steps.extend(_steps(kind.type_))
@@ -125,7 +124,7 @@ def _steps(entity: type) -> Steps:
 
 @cache
 def _element_steps(kafka_type: str, flexible: bool) -> Steps:
-    """The walk of one element of a primitive array."""
+    """The walk of one primitive value (a field, or an element of a primitive array)."""
     if kafka_type in _FIXED:
         return ((_SKIP, _FIXED[kafka_type]),)
     if flexible:
