@@ -33,12 +33,7 @@ from typing import Any
 from kio._kio_native import get_field_reader
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
-from kio.serial._introspect import (
-    EntityField,
-    EntityTupleField,
-    classify_field,
-    get_field_tag,
-)
+from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag
 from kio.serial._introspect import is_optional as is_nullable
 from kio.serial.errors import SerialError
 from kio.serial.readers import (
