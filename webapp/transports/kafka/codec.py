@@ -14,15 +14,14 @@ which kio models as that API's response header schema.
 
 Tagged fields a schema does not declare are skipped, as Kafka's generated readers skip them
 (KIP-482: a newer client may add tags an older broker has never heard of). kio refuses them, so
-a request it refuses for that reason is copied without them (``_known_tags_only``) and decoded
-again; the copy is made only then, never on the common path.
+a request it refuses for that reason is copied without them (``walk.without_unknown_tags``) and
+decoded again; the copy is made only then, never on the common path.
 
 Bytes after a request's body are ignored, as Kafka's broker ignores them (``decode_request``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import struct
 import typing
@@ -30,21 +29,11 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
-from kio._kio_native import get_field_reader
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
-from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag
-from kio.serial._introspect import is_optional as is_nullable
 from kio.serial.errors import SerialError
-from kio.serial.readers import (
-    read_compact_array_length,
-    read_legacy_array_length,
-    read_unsigned_varint,
-)
-from kio.serial.writers import write_unsigned_varint
-from kio.static.primitive import uvarint
 
-from .bounds import BadArray, check_arrays
+from .walk import BadArray, check_arrays, without_unknown_tags
 
 __all__ = [
     "MAX_FRAME_BYTES",
@@ -123,75 +112,6 @@ def _request_reader(api_key: int, api_version: int) -> tuple[Any, Any]:
     return entity_reader(header), entity_reader(body)
 
 
-_NULL_ENTITY = 0xFF  # KIP-893's int8 -1 before a nullable struct that is null
-
-
-def _known_tags_only(entity: Any, data: bytes, offset: int, out: io.BytesIO) -> int:
-    """Copy the ``entity``-typed value at ``data[offset:]`` into ``out`` without the tagged
-    fields its schema does not declare, at any depth; the offset just after the value.
-
-    The walk follows kio's own reading of each field: kio's field readers give each primitive
-    field's size, structs and arrays of structs are walked, and each tag section keeps only
-    the tags the schema knows (their bytes as they came)."""
-    flexible = entity.__flexible__
-    header = entity.__name__ == "RequestHeader"  # its client_id is a legacy string
-    known: set[int] = set()
-    for field in dataclasses.fields(entity):
-        tag = get_field_tag(field)
-        if tag is not None:
-            known.add(tag)
-            continue
-        kind = classify_field(field)
-        if isinstance(kind, EntityField):
-            if is_nullable(field):
-                out.write(data[offset : offset + 1])
-                offset += 1
-                if data[offset - 1] == _NULL_ENTITY:
-                    continue
-            offset = _known_tags_only(kind.type_, data, offset, out)
-        elif isinstance(kind, EntityTupleField):
-            read_length = read_compact_array_length if flexible else read_legacy_array_length
-            count, size = read_length(data, offset)
-            out.write(data[offset : offset + size])
-            offset += size
-            for _ in range(max(count or 0, 0)):
-                offset = _known_tags_only(kind.type_, data, offset, out)
-        else:
-            _, size = get_field_reader(entity, field, header, False)(data, offset)
-            out.write(data[offset : offset + size])
-            offset += size
-    if not flexible:
-        return offset
-    count, size = read_unsigned_varint(data, offset)
-    offset += size
-    kept = io.BytesIO()
-    kept_count = 0
-    for _ in range(count):
-        start = offset
-        tag, size = read_unsigned_varint(data, offset)
-        offset += size
-        length, size = read_unsigned_varint(data, offset)
-        offset += size + length
-        if offset > len(data):
-            raise SerialError(f"tagged field {tag} runs past the end of the frame")
-        if tag in known:
-            kept.write(data[start:offset])
-            kept_count += 1
-    write_unsigned_varint(out, typing.cast(uvarint, kept_count))
-    out.write(kept.getvalue())
-    return offset
-
-
-def _without_unknown_tags(frame: bytes, api_key: int, api_version: int) -> bytes:
-    """The request ``frame`` without the tagged fields its schemas do not declare."""
-    header, body = _request_schemas(api_key, api_version)
-    out = io.BytesIO()
-    offset = _known_tags_only(header, frame, 0, out)
-    offset = _known_tags_only(body, frame, offset, out)
-    out.write(frame[offset:])  # anything after the body, which the decode ignores
-    return out.getvalue()
-
-
 @cache
 def response_schema(api_key: int, api_version: int) -> type:
     """kio's response class of an API version (kio resolves it by name on every call; this
@@ -236,13 +156,13 @@ def decode_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Reque
     read_header, read_body = _request_reader(api_key, api_version)
     try:
         # Before kio reads anything: it would size an array by its count alone, and take a
-        # null for any array (bounds.py).
+        # null for any array (walk.py).
         check_arrays(*_request_schemas(api_key, api_version), frame)
         try:
             header, used = read_header(frame, 0)
             body, _ = read_body(frame, used)
         except KeyError:  # kio's refusal of a tagged field it does not know
-            frame = _without_unknown_tags(frame, api_key, api_version)
+            frame = without_unknown_tags(*_request_schemas(api_key, api_version), frame)
             header, used = read_header(frame, 0)
             body, _ = read_body(frame, used)
     except BadArray as exc:

@@ -106,7 +106,7 @@ async def test_an_api_versions_version_not_served_gets_a_v0_answer_with_the_rang
             id="an OffsetCommit v8 topic whose partitions are null",
         ),
         # kio sizes an array by its count before reading it: four billion partitions in a
-        # small frame asked for 34 GB, and the process aborted (bounds.py).
+        # small frame asked for 34 GB, and the process aborted (walk.py).
         pytest.param(
             frame(offset_commit_v8(b"\xff\xff\xff\xff\x0f" + b"\x00" * 40)),  # 2**32 - 2 of them
             id="an OffsetCommit v8 topic of four billion partitions in a 70-byte frame",
@@ -114,6 +114,11 @@ async def test_an_api_versions_version_not_served_gets_a_v0_answer_with_the_rang
         pytest.param(
             frame(struct.pack(">hhih", 15, 0, 1, -1) + struct.pack(">i", 2**31 - 1) + b"x" * 20),
             id="a DescribeGroups v0 of two billion groups",
+        ),
+        # The array check stops at the count of the last array: kio refuses what is missing.
+        pytest.param(
+            frame(struct.pack(">hhih", 15, 0, 1, -1) + struct.pack(">i", 2) + b"\x00\x01a"),
+            id="a DescribeGroups v0 that ends inside its groups",
         ),
     ],
 )
@@ -316,12 +321,19 @@ async def test_a_produce_with_a_corrupt_batch_is_refused_and_stores_nothing(
 
 def with_tags(encoded: bytes, tags: dict[int, bytes]) -> bytes:
     """An empty tag section (``encoded``'s last byte, 0) replaced by ``tags``, as a newer
-    client would send fields this listener has never heard of (tags and sizes under 128)."""
+    client would send fields this listener has never heard of."""
+    import io
+
+    from kio.serial.writers import write_unsigned_varint
+
     assert encoded[-1] == 0
-    section = bytes([len(tags)])
+    section = io.BytesIO()
+    write_unsigned_varint(section, len(tags))
     for tag, value in sorted(tags.items()):
-        section += bytes([tag, len(value)]) + value
-    return encoded[:-1] + section
+        write_unsigned_varint(section, tag)
+        write_unsigned_varint(section, len(value))
+        section.write(value)
+    return encoded[:-1] + section.getvalue()
 
 
 async def test_tagged_fields_the_listener_does_not_know_are_skipped_as_kafka_skips_them(
