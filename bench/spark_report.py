@@ -40,7 +40,7 @@ What is measured, per size:
   relative. Any mismatch is printed and the benchmark exits with status 1. The peers implement
   Kafka's protocols, the classic one and the consumer protocol (KIP-848; the report's
   ``rebalances`` table counts how many groups rebalance by it, ``consumer_groups``): the
-  handoff groups (seed 004; those the report's ``rebalances`` table counts as ``handoff``) and
+  handoff groups (those the report's ``rebalances`` table counts as ``handoff``) and
   the duplicate-consumption figures are the Spark job's alone, not compared, and Spark's time
   includes that work while the peers' does not.
 * ``--cluster``: a standalone master and two workers (one core, 2 GB each) started from
@@ -326,7 +326,7 @@ def _same(a: Any, b: Any) -> bool:
 
 #: What the peers compute (bench/report_peers.py): these figures of summary.json, for the
 #: groups that rebalance by Kafka's protocols (classic and consumer groups). A handoff group's
-#: rebalances (seed 004) and the duplicate-consumption figures are the Spark report's alone, so
+#: rebalances and the duplicate-consumption figures are the Spark report's alone, so
 #: they are not compared.
 PEER_FIGURES = (
     "rebalances",

@@ -1,12 +1,12 @@
-"""Handoff groups (seed 004) in the rebalance report, measured as the classic groups are.
+"""Handoff groups in the rebalance report, measured as the classic groups are.
 
 Theory of operation
 ===================
 
 A handoff group (docs/engine.md, "Handoff groups") does not rebalance by Kafka's protocol: the
 coordinator plans the assignment and moves each partition by a confirmed close on its old owner,
-then a grant to its new one. Its events are ``StateChanged`` between seed 004's states
-(Initial, Starting, Stable, Closing; Dead at deletion), ``HandoffPlanMade`` (the epoch in
+then a grant to its new one. Its events are ``StateChanged`` between the handoff
+states (Initial, Starting, Stable, Closing; Dead at deletion), ``HandoffPlanMade`` (the epoch in
 ``generation_id``, every target in ``assignment``), ``HandoffPartitionsClosing`` / ``Closed`` /
 ``Granted`` / ``Started`` (``member_id`` and ``partitions``), ``HandoffMemberJoined`` and
 ``MemberRemoved``. This module turns them into rows of the report's own tables, so that the

@@ -1,7 +1,7 @@
 """What the two heartbeat clients share: their requests in flight, their timers, their events.
 
 ``HandoffClient`` and ``ConsumerClient`` speak a heartbeat that carries the whole membership
-(seed 004's HandoffHeartbeat, KIP-848's ConsumerGroupHeartbeat), plus OffsetCommit and
+(the handoff groups' HandoffHeartbeat, KIP-848's ConsumerGroupHeartbeat), plus OffsetCommit and
 OffsetFetch, and both keep Kafka's consumer's discipline for them (``NetworkClientDelegate``
 and the request managers of its ``AsyncKafkaConsumer``): one request of each kind in flight at
 a time, in its slot (``SLOTS``: heartbeat, commit, offset fetch, leave); a request unanswered

@@ -9,7 +9,7 @@
 // Event types and fields are the engine's (coordinator_engine/events.py); the snapshot is the
 // feed's {"type": "snapshot", "seq", "group", "topics"} with `group` as GET /api/groups/<id>.
 //
-// A handoff group (seed 004) has events of its own and four sets per member: handoff-fold.js
+// A handoff group has events of its own and four sets per member: handoff-fold.js
 // folds those into the same model (`kind`, `handoff`, `handoffTiles`), and applyEvent routes
 // them there. A consumer group (KIP-848) likewise: consumer-fold.js (`consumer`,
 // `consumerTiles`, `targetEpoch`, `epochs`). (These modules import each other; each uses the
@@ -57,7 +57,7 @@ export function emptyModel(groupId, seq = 0) {
     // True when the events folded onto this model start at the group's creation (time travel
     // over a history held from the start): a handoff group then begins in Initial.
     created: false,
-    kind: null, // "classic" (Kafka's protocol), "handoff" (seed 004) or "consumer" (KIP-848); null while unknown
+    kind: null, // "classic" (Kafka's protocol), "handoff" or "consumer" (KIP-848); null while unknown
     seq, // the last event reflected here
     atMs: null, // coordinator time of that event
     state: null,

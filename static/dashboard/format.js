@@ -173,7 +173,7 @@ export function describeEvent(e, { revoked = 0 } = {}) {
       };
     case "GroupRemoved":
       return { kind: "group", text: `the group was removed: ${GROUP_REMOVAL_REASONS[e.reason] || e.reason}` };
-    // A handoff group's (seed 004; docs/engine.md, "Handoff groups").
+    // A handoff group's (docs/engine.md, "Handoff groups").
     case "HandoffMemberJoined":
       return { kind: "join", text: `${who} joined (topics ${e.topics.join(", ") || "none"}); the next plan gives it partitions` };
     case "HandoffPlanMade": {

@@ -6,7 +6,7 @@
 // socket brings a fresh snapshot (feed.js). History: the last 5,000 events from the events API,
 // extended by every live event, for the timeline and the time-travel scrubber.
 //
-// A handoff group (seed 004) is drawn with its own state machine (states.js), its members'
+// A handoff group is drawn with its own state machine (states.js), its members'
 // four sets in their lanes and its tiles' handoff (handoff-fold.js, lanes.js), and an outage
 // banner while its partition store or service discovery is down. A consumer group (KIP-848)
 // likewise has its own state machine, its group and target epochs, its epochs panel in place of

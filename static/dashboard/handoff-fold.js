@@ -1,4 +1,4 @@
-// How a handoff group's events (seed 004; docs/engine.md, "Handoff groups") change the page's
+// How a handoff group's events (docs/engine.md, "Handoff groups") change the page's
 // model: the fold.js model, plus for each member the engine's four sets.
 //
 // Pure module, copy-on-write like fold.js (whose applyEvent routes the handoff events here,

@@ -1,5 +1,5 @@
 // The state machine panel: a group kind's states as an SVG graph (states.js: the classic
-// group's five, a handoff group's seed 004 four and Dead), the current one lit, and each
+// group's five, a handoff group's four and Dead), the current one lit, and each
 // transition animated along its edge (a token travels it) with its cause: a rebalance's start
 // names its structured cause and the member behind it (the event's `cause`), any other move the
 // engine's reason.

@@ -54,7 +54,7 @@ export const NODE_POS = {
   Dead: { x: 110, y: 235 },
 };
 
-/** A handoff group's states (seed 004); Dead only as the end. */
+/** A handoff group's states; Dead only as the end. */
 export const HANDOFF_STATES = ["Initial", "Starting", "Closing", "Stable", "Dead"];
 
 export const HANDOFF_STATE_HELP = {

@@ -1,4 +1,4 @@
-"""A handoff group's page (seed 004) in a real browser against a real server: members speak
+"""A handoff group's page in a real browser against a real server: members speak
 HandoffHeartbeat over the websocket consumer protocol, and the page draws the handoff as it
 goes (a moved partition closing on its old owner's lane, then starting on the new owner's,
 then consumed there), scrubs back to the close, and lets staff switch the partition store
@@ -86,7 +86,7 @@ def test_a_handoff_is_drawn_closing_then_starting_and_the_switches_hold_the_plan
         expect(page.get_by_test_id("connection-status")).to_have_text("live", timeout=TIMEOUT_MS)
         state = page.get_by_test_id("group-state")
         expect(state).to_have_text("Stable", timeout=TIMEOUT_MS)
-        # The handoff diagram: seed 004's states, not the classic ones.
+        # The handoff diagram: the handoff states, not the classic ones.
         drawn = page.locator(".sm-svg[data-kind=handoff] .sm-node")
         expect(drawn).to_have_count(5)
         assert sorted(drawn.evaluate_all("nodes => nodes.map(n => n.dataset.state)")) == [

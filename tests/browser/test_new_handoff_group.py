@@ -1,4 +1,4 @@
-"""A handoff group (seed 004) created and fed from the UI alone, in a real browser against a
+"""A handoff group created and fed from the UI alone, in a real browser against a
 real server: staff name a new group on the overview, choose the handoff protocol and spawn two
 steady simulated consumers; the group's page shows it Stable with the partitions split between
 two lanes, refuses classic consumers for it in words, and a third consumer spawned there brings

@@ -1,4 +1,4 @@
-"""Handoff groups (seed 004; docs/engine.md, "Handoff groups"): one scenario per case the seed
+"""Handoff groups (docs/engine.md, "Handoff groups"): one scenario per case the seed
 lists (a consumer joins, leaves, crashes mid-handoff, confirms slowly; the partition store or the
 discovery is out; a restart in every state), plus the member protocol's errors, the records,
 the listings, the offsets and the events."""

@@ -1,4 +1,4 @@
-"""Hypothesis state machine for handoff groups (seed 004): random members join, heartbeat,
+"""Hypothesis state machine for handoff groups: random members join, heartbeat,
 confirm their closes and starts fast or slowly, leave, crash (their sessions expire as the clock
 jumps), the partition store and the discovery go out and come back, and the coordinator
 restarts from its log. After every step:

@@ -302,7 +302,7 @@ HANDOFF_SWITCHES = {"partition_store": "partition store", "discovery": "discover
 
 
 async def handoff_switches(runtime: CoordinatorRuntime, body: dict[str, Any]) -> Outcome:
-    """Switch seed 004's partition store or service discovery down or up for every handoff
+    """Switch the handoff groups' partition store or service discovery down or up for every handoff
     group (``partition_store`` and/or ``discovery``: true up, false down); ``group_id`` is
     only the page it was done from, for the audit."""
     wanted = {name: body[name] for name in HANDOFF_SWITCHES if name in body}

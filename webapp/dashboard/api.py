@@ -112,8 +112,8 @@ def _b64(data: bytes) -> str:
 
 
 def group_summary(view: GroupView | HandoffGroupView | ConsumerGroupView) -> dict[str, Any]:
-    """A group in a line: ``kind`` is ``classic`` (Kafka's protocol), ``handoff`` (seed 004's
-    mode, whose ``generation_id`` is its plan's epoch and which has no leader) or ``consumer``
+    """A group in a line: ``kind`` is ``classic`` (Kafka's protocol), ``handoff`` (a handoff
+    group, whose ``generation_id`` is its plan's epoch and which has no leader) or ``consumer``
     (KIP-848, whose ``generation_id`` is its group epoch and which has no leader)."""
     if isinstance(view, ConsumerGroupView):
         return {

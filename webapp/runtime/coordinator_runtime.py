@@ -705,8 +705,8 @@ class CoordinatorRuntime:
 
     @property
     def handoff_switches(self) -> dict[str, bool]:
-        """Whether the handoff groups' partition store and service discovery are up (seed 004;
-        docs/engine.md, "Outages: the two switches"): ``{"partition_store", "discovery"}``."""
+        """Whether the handoff groups' partition store and service discovery are up
+        (docs/engine.md, "Outages: the two switches"): ``{"partition_store", "discovery"}``."""
         return dict(self._handoff_switches)
 
     def set_handoff_switches(

@@ -6,10 +6,10 @@
   until a MemberRemoved or GroupRemoved event ends it (:meth:`Presence.connection_of`).
   Members replayed from the log after a restart are unknown (None) until they rejoin.
 
-* **Discovery: a handoff member lives as long as its connection** (seed 004's coordinator
-  reads the live consumers from its service discovery, where each is an ephemeral node). A
-  transport names the connection a request came by (``connection``: the websocket socket, the
-  simulated consumer); every answered HandoffHeartbeat registers its member under that
+* **Discovery: a handoff member lives as long as its connection** (the handoff
+  coordinator reads the live consumers from its service discovery, where each is an ephemeral
+  node). A transport names the connection a request came by (``connection``: the websocket
+  socket, the simulated consumer); every answered HandoffHeartbeat registers its member under that
   connection. When the connection ends (:meth:`Presence.connection_closed`: a socket closed, a
   simulated consumer stopped, killed or crashed) each of its handoff members is marked
   departed; the runtime makes each leave at once (a HandoffHeartbeat with epoch −1 on its

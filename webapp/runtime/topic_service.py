@@ -3,7 +3,7 @@
 The registry (:class:`~webapp.runtime.topics.TopicRegistry`) is the runtime's in-memory view;
 a change is made there first, then stored (``Topic`` rows), and undone in the registry if it
 could not be stored, so the two never disagree for longer than the write. The registry is also
-the partition store of handoff groups (seed 004), whose plans wait for the counts of the topics
+the partition store of handoff groups, whose plans wait for the counts of the topics
 they subscribe to: a change in a topic's partition count is told to the engine
 (:meth:`TopicService.report_partitions`).
 """

@@ -22,7 +22,7 @@ new owner then works off. Behaviours reproduce every rejoin trigger of seed 000:
   timeout, so the group does not rebalance.
 - graceful_leave: after `period_ms` it closes (commit + LeaveGroup) and is done.
 
-With ``protocol="handoff"`` the consumer is a member of a handoff group (seed 004) instead:
+With ``protocol="handoff"`` the consumer is a member of a handoff group instead:
 the sans-IO `HandoffClient`, with the same Fetcher. It consumes only the partitions the
 coordinator let it start (from the committed offsets it is handed), and when asked to close one
 it stops fetching it, commits the position it processed up to, and only then confirms. Its
@@ -104,7 +104,7 @@ class Behaviour(enum.Enum):
     SLOW_REVOKE = "slow_revoke"
 
 
-#: The group protocols a simulated consumer speaks: Kafka's classic one, seed 004's handoff,
+#: The group protocols a simulated consumer speaks: Kafka's classic one, the handoff one,
 #: or KIP-848's consumer protocol.
 PROTOCOLS = ("classic", "handoff", "consumer")
 #: What applies to each protocol.
@@ -142,7 +142,7 @@ class ConsumerSpec:
 
     group_id: str
     topics: tuple[str, ...]
-    #: "classic" (JoinGroup/SyncGroup, `GroupClient`), "handoff" (seed 004, `HandoffClient`;
+    #: "classic" (JoinGroup/SyncGroup, `GroupClient`), "handoff" (`HandoffClient`;
     #: `assignor`, `max_poll_interval_ms`, `auto_commit_interval_ms` and `metadata_max_age_ms`
     #: do not apply: the coordinator plans, and a handoff member commits when it closes) or
     #: "consumer" (KIP-848, `ConsumerClient`; `assignor` is the server assignor, one of

@@ -6,7 +6,7 @@
 - `payments-coop` (`cooperative-sticky` over `payments`, 8 partitions): three static members
   (KIP-345) that restart without causing a rebalance, a steady dynamic member, and one that
   leaves gracefully and comes back (incremental cooperative rebalances, KIP-429).
-- `inventory-handoff` (a handoff group, seed 004, over `inventory`, 6 partitions): the
+- `inventory-handoff` (a handoff group over `inventory`, 6 partitions): the
   coordinator plans and every moved partition is closed (committed) by its owner before its new
   owner starts it. A steady member, one slow to close (the group shows Closing for a while),
   one that flaps and one that crashes (the discovery removes it at once, without waiting for

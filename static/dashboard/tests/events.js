@@ -111,7 +111,7 @@ export function snapshot(seq, { state = "Stable", generation = 1, members = [], 
   };
 }
 
-// -- handoff groups (seed 004): coordinator_engine/events.py's Handoff* events. Partitions are
+// -- handoff groups: coordinator_engine/events.py's Handoff* events. Partitions are
 // [[topic, partition], ...]; handoff-fold.test.js checks these fields against the engine's.
 
 export const handoffMemberJoined = (member_id, f = {}) =>

@@ -1,4 +1,4 @@
-"""Handoff groups (seed 004) through the host: a websocket consumer speaks HandoffHeartbeat, the
+"""Handoff groups through the host: a websocket consumer speaks HandoffHeartbeat, the
 topic registry is the partition store, and the JSON API shows the group's state and each
 member's sets as the handoff goes."""
 

@@ -1,4 +1,4 @@
-"""The live demo (`make run`): its four groups, the third a handoff group (seed 004), the fourth
+"""The live demo (`make run`): its four groups, the third a handoff group, the fourth
 a consumer group (KIP-848) on the topic of the first."""
 
 from __future__ import annotations

@@ -218,7 +218,7 @@ def test_a_spawn_request_with_bad_fields_names_them() -> None:
     )
 
 
-# -- handoff mode (seed 004) -------------------------------------------------------------------
+# -- handoff mode -------------------------------------------------------------------------------
 
 
 def handoff_members(runtime: CoordinatorRuntime, group_id: str) -> dict[str, list[int]]:

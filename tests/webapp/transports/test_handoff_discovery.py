@@ -1,6 +1,6 @@
-"""Discovery (seed 004) from the runtime's registry of connections: a handoff member lives as
-long as the websocket it heartbeats on; closing the socket makes it leave at once, unless the
-discovery is switched off, when the departure waits for it to come back."""
+"""A handoff group's service discovery from the runtime's registry of connections: a handoff
+member lives as long as the websocket it heartbeats on; closing the socket makes it leave at
+once, unless the discovery is switched off, when the departure waits for it to come back."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ and also ``coordinator-lost``, ``rebalancing``, ``revoked``, ``lost``, ``commit-
 ``--protocol`` chooses the group protocol: ``classic`` (the default, above), ``handoff`` or
 ``consumer``; ``--handoff`` is the same as ``--protocol handoff``.
 
-``--protocol handoff`` makes it a member of a handoff group (seed 004) instead: the sans-IO
+``--protocol handoff`` makes it a member of a handoff group instead: the sans-IO
 ``HandoffClient`` (docs/engine.md, "The handoff client"), which draws its own member id. It
 consumes only what the coordinator let it start, and when asked to close a partition it stops
 it at once and hands its position over: the client commits it, then confirms. Its lines::
@@ -366,7 +366,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--handoff",
             action="store_true",
-            help="the same as --protocol handoff: be a member of a handoff group (seed 004), the "
+            help="the same as --protocol handoff: be a member of a handoff group: the "
             "coordinator plans, a partition is closed (committed) by its owner before another "
             "member starts it",
         )

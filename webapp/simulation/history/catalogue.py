@@ -49,7 +49,7 @@ class GroupSpec:
     static_session_timeout_ms: the static members' session timeout (long, so that a restart
         goes unnoticed, KIP-345).
     daily: it runs by day: shut down every evening, started again 10 to 40 hours later.
-    handoff: its group is a handoff group (seed 004, docs/engine.md "Handoff groups"): its
+    handoff: its group is a handoff group (docs/engine.md, "Handoff groups"): its
         members speak HandoffHeartbeat, the coordinator plans the assignment and moves each
         partition by a confirmed close, then a start (no assignors, no static members).
     consumer: its group is a consumer-protocol group (KIP-848, docs/engine.md "Consumer

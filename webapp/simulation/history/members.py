@@ -424,7 +424,7 @@ class Member(PollingMember):
 
 
 class HandoffMember(Process):
-    """One consumer process of a handoff group (seed 004): a ``HandoffClient`` and its
+    """One consumer process of a handoff group: a ``HandoffClient`` and its
     application, which stops a partition asked to close at once (unless its processing is
     stalled: then when the stall ends) and commits its positions every commit interval."""
 

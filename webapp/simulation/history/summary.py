@@ -17,7 +17,7 @@ class GroupSummary:
     assignor: the protocol its members agree on (their first assignor); ``handoff`` for a
         handoff group (the coordinator plans), the coordinator's assignor for a consumer-
         protocol group, None for the offsets-only job. cooperative: whether its members
-        rebalance cooperatively. handoff: a handoff group (seed 004). consumer: a
+        rebalance cooperatively. handoff: a handoff group. consumer: a
         consumer-protocol group (KIP-848).
     joins: member processes started (first starts, replacements, daily starts; not restarts).
     leaves: dynamic members that closed and sent LeaveGroup (daily shutdowns included).

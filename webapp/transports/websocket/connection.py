@@ -10,8 +10,8 @@ more than ``FLOOD_LIMIT`` malformed frames within ``FLOOD_WINDOW_S`` seconds: th
 closed with 4429 (too many malformed frames; the close codes are in ``webapp.sockets``).
 Closing the socket, or the socket dying, does nothing to a classic group: its members time
 out like a Kafka client that went away. A handoff group's members that heartbeat on this socket
-leave at once (seed 004's discovery sees the consumer vanish; the runtime's "Discovery", which
-holds the departures back while the discovery is switched off).
+leave at once (the handoff groups' discovery sees the consumer vanish; the runtime's
+"Discovery", which holds the departures back while the discovery is switched off).
 """
 
 from __future__ import annotations
