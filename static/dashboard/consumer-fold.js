@@ -17,7 +17,7 @@
 // until the owner's heartbeat says it let go; then it is nobody's, *waiting* (in someone's
 // target), until its new owner's next heartbeat lands it there. `consumerTiles` says which.
 
-import { memberRecord, partitionKeys as keysOf, replaceLast } from "./fold.js";
+import { memberRecord, partitionKeys as keysOf, replaceLast } from "./fold-parts.js";
 
 export const CONSUMER_KIND = "consumer";
 /** The state and epoch the engine creates a consumer group in (it says no StateChanged for it). */

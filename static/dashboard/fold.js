@@ -12,10 +12,11 @@
 // A handoff group has events of its own and four sets per member: handoff-fold.js
 // folds those into the same model (`kind`, `handoff`, `handoffTiles`), and applyEvent routes
 // them there. A consumer group (KIP-848) likewise: consumer-fold.js (`consumer`,
-// `consumerTiles`, `targetEpoch`, `epochs`). (These modules import each other; each uses the
-// other's names only inside functions, so any may be loaded first.)
+// `consumerTiles`, `targetEpoch`, `epochs`). What the three build with (partition keys, member
+// records) is fold-parts.js's.
 
 import { NO_CONSUMER_TILES, consumerFromSnapshot, consumerHandler } from "./consumer-fold.js";
+import { memberRecord, partitionKey, replaceLast } from "./fold-parts.js";
 import { NO_TILES, handoffFromSnapshot, handoffHandler } from "./handoff-fold.js";
 import { PersistentMap } from "./pmap.js";
 
@@ -25,29 +26,6 @@ export const MAX_GENERATIONS = 100;
 /** Why a partition has no owner (the tile's tooltip says so). */
 export const RELEASED_REVOKED = "revoked"; // a cooperative first round took it away
 export const RELEASED_OWNER_LEFT = "owner-left"; // its owner left the group
-
-/** The key of a partition everywhere on the page (tiles' keyed join, owner maps). */
-export function partitionKey(topic, partition) {
-  return `${topic}-${partition}`;
-}
-
-/** The keys of [[topic, partition], ...] (an event's or the API's list; null: none). */
-export function partitionKeys(pairs) {
-  return (pairs || []).map(([topic, partition]) => partitionKey(topic, partition));
-}
-
-/** The keys of a set of partition keys in topic, then partition order. */
-export function sortedKeys(keys) {
-  const split = (key) => {
-    const cut = key.lastIndexOf("-");
-    return [key.slice(0, cut), Number(key.slice(cut + 1))];
-  };
-  return [...keys].sort((a, b) => {
-    const [ta, pa] = split(a);
-    const [tb, pb] = split(b);
-    return ta < tb ? -1 : ta > tb ? 1 : pa - pb;
-  });
-}
 
 /** A model with nothing known yet (a group the snapshot did not have). */
 export function emptyModel(groupId, seq = 0) {
@@ -89,22 +67,6 @@ export function emptyModel(groupId, seq = 0) {
     consumerTiles: NO_CONSUMER_TILES,
     targetEpoch: null,
     epochs: [],
-  };
-}
-
-/** A member's lane record (also for handoff-fold.js). */
-export function memberRecord(id, fields = {}) {
-  return {
-    id,
-    instanceId: fields.instanceId ?? null,
-    clientId: fields.clientId ?? null,
-    clientHost: fields.clientHost ?? null,
-    // How it reached the coordinator: "kafka", "websocket", "simulated"; null if unknown.
-    connection: fields.connection ?? null,
-    sessionTimeoutMs: fields.sessionTimeoutMs ?? null,
-    rebalanceTimeoutMs: fields.rebalanceTimeoutMs ?? null,
-    subscription: fields.subscription ?? null,
-    joinedMs: fields.joinedMs ?? null,
   };
 }
 
@@ -246,11 +208,6 @@ function setMembership(model, ids, atMs) {
   if (sameKeys(model.members, ids)) return model;
   const members = membersExactly(model.members, ids, atMs);
   return { ...model, members, ...dropOwnersOutside(model, members) };
-}
-
-/** `list` with its last entry replaced by `entry` (a new array). */
-export function replaceLast(list, entry) {
-  return [...list.slice(0, -1), entry];
 }
 
 /** A timeline entry: join phase joinStartedMs → completingMs, sync completingMs → stableMs. */

@@ -15,7 +15,7 @@
 // its owner's lane, asked to close), "starting" (granted, its start not confirmed yet) or
 // "waiting" (closed by its old owner, not granted yet: nobody owns it); absent: consumed.
 
-import { memberRecord, partitionKeys as keysOf } from "./fold.js";
+import { memberRecord, partitionKeys as keysOf } from "./fold-parts.js";
 
 /** The state and epoch the engine creates a handoff group in (it says no StateChanged for it). */
 export const HANDOFF_INITIAL = "Initial";

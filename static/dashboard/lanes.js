@@ -17,7 +17,8 @@
 // owner (data-consumer).
 
 import { TILE_REVOKING, TILE_WAITING as CONSUMER_WAITING } from "./consumer-fold.js";
-import { RELEASED_REVOKED, lanesOf, ownerOf, partitionList, sortedKeys } from "./fold.js";
+import { RELEASED_REVOKED, lanesOf, ownerOf, partitionList } from "./fold.js";
+import { sortedKeys } from "./fold-parts.js";
 import { memberHelp, memberStateWords, shortId, tileHelp } from "./format.js";
 import { TILE_CLOSING, TILE_STARTING, TILE_WAITING } from "./handoff-fold.js";
 import { MIN_BOX_H, MIN_HANDOFF_BOX_H, stackLayout, tilePlaces } from "./layout.js";

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 
-import { RELEASED_OWNER_LEFT, applyEvent, emptyModel, foldEvents, lanesOf, modelFromSnapshot, ownerOf, sortedKeys } from "../fold.js";
+import { RELEASED_OWNER_LEFT, applyEvent, emptyModel, foldEvents, lanesOf, modelFromSnapshot, ownerOf } from "../fold.js";
+import { sortedKeys } from "../fold-parts.js";
 import { RELEASED_CONSUMER_REVOKED, TILE_REVOKING, TILE_WAITING } from "../consumer-fold.js";
 import { History } from "../timetravel.js";
 

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { beforeEach, describe, test } from "node:test";
 
-import { RELEASED_OWNER_LEFT, applyEvent, applyOffsets, emptyModel, foldEvents, lanesOf, modelFromSnapshot, ownerOf, sortedKeys } from "../fold.js";
+import { RELEASED_OWNER_LEFT, applyEvent, applyOffsets, emptyModel, foldEvents, lanesOf, modelFromSnapshot, ownerOf } from "../fold.js";
+import { sortedKeys } from "../fold-parts.js";
 import { RELEASED_HANDOFF, TILE_CLOSING, TILE_STARTING, TILE_WAITING } from "../handoff-fold.js";
 import { History } from "../timetravel.js";
 import * as ev from "./events.js";
