@@ -60,6 +60,18 @@ def test_tags_a_newer_client_adds_are_dropped_after_every_field(api_key: int) ->
     one_request()
 
 
+def two_topic_commit(first: bytes, second: bytes) -> bytes:
+    """An OffsetCommit v8 frame (without its size) of two topics, ``first`` and ``second``
+    (each a name, then its partitions: their count and whatever follows it)."""
+    return offset_commit_v8(b"")[:-3] + b"\x03" + first + second
+
+
+#: A topic "t" of one partition (index 0 at offset 41, no metadata), its tags after it.
+ONE_PARTITION = b"\x02t" + b"\x02" + struct.pack(">iqi", 0, 41, -1) + b"\x01\x00" + b"\x00"
+#: Four billion partitions (a compact count of 2**32 - 2) and 40 bytes.
+TOO_MANY = b"\xff\xff\xff\xff\x0f" + b"\x00" * 40
+
+
 @pytest.mark.parametrize(
     ("frame", "refusal"),
     [
@@ -67,6 +79,18 @@ def test_tags_a_newer_client_adds_are_dropped_after_every_field(api_key: int) ->
             offset_commit_v8(b"\xff\xff\xff\xff\x0f" + b"\x00" * 40),
             "topics[0].partitions has 4294967294 elements with 40 bytes left in the frame",
             id="more elements than bytes",
+        ),
+        # The check walks every element of the last array but the last one whole, and that
+        # one up to its own last array.
+        pytest.param(
+            two_topic_commit(b"\x02u" + TOO_MANY, ONE_PARTITION),
+            "topics[0].partitions has 4294967294 elements with 62 bytes left in the frame",
+            id="more elements than bytes in the first of two topics",
+        ),
+        pytest.param(
+            two_topic_commit(ONE_PARTITION, b"\x02u" + TOO_MANY),
+            "topics[1].partitions has 4294967294 elements with 40 bytes left in the frame",
+            id="more elements than bytes in the last of two topics",
         ),
         pytest.param(
             offset_commit_v8(b"\x00\x00\x00"),
