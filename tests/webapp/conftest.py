@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from asgiref.sync import sync_to_async
-from django.db import connections
 
 from webapp.runtime.clock import ManualClock
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
@@ -66,9 +64,6 @@ async def runtime(
 ) -> AsyncIterator[CoordinatorRuntime]:
     async with serving(make_runtime()) as rt:
         yield rt
-    # The runtime's database work ran in sync_to_async's thread, which outlives the test: its
-    # connection would keep PostgreSQL's test database open, and dropping it fail at the end.
-    await sync_to_async(connections.close_all)()
 
 
 @pytest_asyncio.fixture

@@ -64,6 +64,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import logging
 import os
 import threading
@@ -76,6 +77,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from asgiref.sync import sync_to_async
 from channels import DEFAULT_CHANNEL_LAYER
 from channels.layers import get_channel_layer
+from django.db import connections
 
 from coordinator_engine import (
     CleanupResult,
@@ -141,6 +143,22 @@ def _load_database_state() -> tuple[list[TopicSpec], dict[str, int]]:
             f"cannot read the topics and the event history from Django's database ({exc}); "
             "run `python manage.py migrate` (`manage.py serve` does it itself)"
         ) from exc
+
+
+async def _close_database_connections() -> None:
+    """Close the database connections the runtime's work opened. It ran through
+    ``sync_to_async``, in asgiref's thread-sensitive executor, which outlives the runtime: no
+    request ends there to close them (Django closes a connection when a request or a Celery task
+    ends), so they would stay open, idle, until the process ends, and keep a database from being
+    dropped. In a context of its own, for the reason of the history's last flush
+    (``HistoryWriter.stop``)."""
+    loop = asyncio.get_running_loop()
+    try:
+        await loop.create_task(
+            sync_to_async(connections.close_all)(), context=contextvars.Context()
+        )
+    except Exception:
+        logger.exception("coordinator runtime: closing its database connections failed")
 
 
 class CoordinatorRuntime:
@@ -370,8 +388,9 @@ class CoordinatorRuntime:
         self.timer.detach()
 
     async def stop(self) -> None:
-        """Stop serving: no more engine calls, events flushed to the history, log closed and
-        its lock released. Parked replies are left unanswered (their clients will retry)."""
+        """Stop serving: no more engine calls, events flushed to the history, its database
+        connections closed, log closed and its lock released. Parked replies are left
+        unanswered (their clients will retry)."""
         if self._stopped:
             return
         self._stopped = True
@@ -400,6 +419,7 @@ class CoordinatorRuntime:
         await self.history.stop()
         if self.publisher is not None:
             await self.publisher.stop()
+        await _close_database_connections()
         if self._log is not None:
             self._log.close()
         self._lock.release()
