@@ -64,7 +64,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import contextvars
 import logging
 import os
 import threading
@@ -74,10 +73,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from asgiref.sync import sync_to_async
 from channels import DEFAULT_CHANNEL_LAYER
 from channels.layers import get_channel_layer
-from django.db import connections
 
 from coordinator_engine import (
     CleanupResult,
@@ -101,7 +98,7 @@ from coordinator_engine.cluster import (
 from coordinator_engine.events import GroupRemoved, MemberRemoved
 from coordinator_engine.records import OffsetCommitValue
 
-from . import cluster
+from . import cluster, database
 from .api import AnyRequest, HousekeepingAPI, RuntimeAPI, RuntimeNotReady
 from .clock import EngineTimer, WallClock
 from .control import serve_control
@@ -143,22 +140,6 @@ def _load_database_state() -> tuple[list[TopicSpec], dict[str, int]]:
             f"cannot read the topics and the event history from Django's database ({exc}); "
             "run `python manage.py migrate` (`manage.py serve` does it itself)"
         ) from exc
-
-
-async def _close_database_connections() -> None:
-    """Close the database connections the runtime's work opened. It ran through
-    ``sync_to_async``, in asgiref's thread-sensitive executor, which outlives the runtime: no
-    request ends there to close them (Django closes a connection when a request or a Celery task
-    ends), so they would stay open, idle, until the process ends, and keep a database from being
-    dropped. In a context of its own, for the reason of the history's last flush
-    (``HistoryWriter.stop``)."""
-    loop = asyncio.get_running_loop()
-    try:
-        await loop.create_task(
-            sync_to_async(connections.close_all)(), context=contextvars.Context()
-        )
-    except Exception:
-        logger.exception("coordinator runtime: closing its database connections failed")
 
 
 class CoordinatorRuntime:
@@ -328,7 +309,7 @@ class CoordinatorRuntime:
             # Replaying a long log takes a while: off the loop, so /healthz can say "starting".
             self._log = await asyncio.to_thread(self._open_log)
             self._coordinator = await asyncio.to_thread(self._load_engine, self._now())
-            specs, self._group_seq = await sync_to_async(_load_database_state)()
+            specs, self._group_seq = await database.in_database_thread(_load_database_state)
             self._seq = max(self._group_seq.values(), default=0)
         except BaseException as exc:
             if self._log is not None:
@@ -419,7 +400,10 @@ class CoordinatorRuntime:
         await self.history.stop()
         if self.publisher is not None:
             await self.publisher.stop()
-        await _close_database_connections()
+        try:
+            await database.close_connections()
+        except Exception:
+            logger.exception("coordinator runtime: closing its database connections failed")
         if self._log is not None:
             self._log.close()
         self._lock.release()

@@ -5,11 +5,12 @@ Both run off the engine's path. The engine calls the runtime's listener synchron
 event loop; the listener only appends to two in-memory queues:
 
 * :class:`HistoryWriter` stores the events as ``GroupEvent`` rows in batches (every
-  ``interval_s`` or as soon as ``batch_size`` are waiting) through ``sync_to_async``, so the
-  loop never waits for the database. A batch is one ``executemany`` of the model's own
-  INSERT (what ``bulk_create(ignore_conflicts=True)`` sends, without building a model
-  instance per row: under a stream of offset commits the ORM's per-row work took a fifth of
-  the process's CPU, from the thread that shares the interpreter with the event loop).
+  ``interval_s`` or as soon as ``batch_size`` are waiting) in the runtime's database thread
+  (``database.in_database_thread``), so the loop never waits for the database. A batch is one
+  ``executemany`` of the model's own INSERT (what ``bulk_create(ignore_conflicts=True)``
+  sends, without building a model instance per row: under a stream of offset commits the ORM's
+  per-row work took a fifth of the process's CPU, from the thread that shares the interpreter
+  with the event loop).
   A failed write is retried on the next batch; if the database stays down, the oldest
   events beyond ``max_pending`` are dropped (logged) rather than growing without bound.
   PostgreSQL refuses a NUL character in text (Kafka allows any string as a group id, a member
@@ -34,7 +35,6 @@ import logging
 from collections import deque
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, DataError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Max
@@ -42,6 +42,7 @@ from django.db.models.constants import OnConflict
 
 from webapp.models import GroupEvent
 
+from .database import in_database_thread
 from .events import ALL_GROUPS_CHANNEL_GROUP, SequencedEvent, events_message, group_channel_group
 
 logger = logging.getLogger(__name__)
@@ -208,7 +209,7 @@ class HistoryWriter:
                     self._pending.popleft() for _ in range(min(self.batch_size, len(self._pending)))
                 ]
                 try:
-                    await sync_to_async(_store)(batch)
+                    await in_database_thread(_store, batch)
                 except Exception:
                     # Put the batch back in front; the next flush retries it.
                     self._pending.extendleft(reversed(batch))

@@ -13,8 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
-from asgiref.sync import sync_to_async
-
+from .database import in_database_thread
 from .topics import TopicRegistry, TopicSpec, UnknownTopicError
 
 __all__ = ["TopicService"]
@@ -64,7 +63,7 @@ class TopicService:
         self._check_serving()
         spec = self.registry.create(name, partitions, produce_rate_per_s, now_ms=self._now())
         try:
-            await sync_to_async(_save_topic)(spec)
+            await in_database_thread(_save_topic, spec)
         except BaseException:
             self.registry.delete(name)
             raise
@@ -90,7 +89,7 @@ class TopicService:
                 spec = self.registry.set_partitions(name, partitions, now_ms=now)
             if produce_rate_per_s is not None:
                 spec = self.registry.set_produce_rate(name, produce_rate_per_s, now_ms=now)
-            await sync_to_async(_save_topic)(spec)
+            await in_database_thread(_save_topic, spec)
         except BaseException:
             self.registry.restore(before)
             raise
@@ -108,7 +107,7 @@ class TopicService:
             raise UnknownTopicError(f"no topic {topic!r}")
         spec, base = self.registry.append(topic, partition, count, now_ms=self._now())
         try:
-            await sync_to_async(_save_topic)(spec)
+            await in_database_thread(_save_topic, spec)
         except BaseException:
             self.registry.restore(before)
             raise
@@ -118,7 +117,7 @@ class TopicService:
         self._check_serving()
         spec = self.registry.delete(name)
         try:
-            await sync_to_async(_delete_topic)(name)
+            await in_database_thread(_delete_topic, name)
         except BaseException:
             self.registry.restore(spec)
             raise

@@ -137,10 +137,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
 MAY_WAIT = frozenset({JOIN_GROUP, SYNC_GROUP, FETCH})
 
 #: APIs whose handler may suspend (await something not ready yet): those that may wait, and
-#: Produce, which stores its batches through Django's database (``sync_to_async``). Every
-#: other handler answers without suspending, so the listener handles runs of them inside a
-#: group commit (``listener.KafkaListener._answer_run``); a handler that changes this must
-#: be listed here.
+#: Produce, which keeps its partitions' new log-end offsets in Django's database before it
+#: answers (``CoordinatorRuntime.append_records``). Every other handler answers without
+#: suspending, so the listener handles runs of them inside a group commit
+#: (``listener.KafkaListener._answer_run``); a handler that changes this must be listed here.
 SUSPENDS = MAY_WAIT | {PRODUCE}
 
 #: APIs whose answers come back the same again and again (a Heartbeat's, an OffsetCommit's of

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from asgiref.sync import sync_to_async
+from webapp.runtime.database import in_database_thread
 
 from .mechanisms import MIN_ITERATIONS, ScramCredential, StoredUser, scram_credential
 
@@ -54,7 +54,7 @@ async def stored_user(name: str) -> StoredUser | None:
     name may hold anything, a NUL character too, which PostgreSQL refuses in a query)."""
     if not _NAME.fullmatch(name):
         return None
-    return await sync_to_async(_load)(name)
+    return await in_database_thread(_load, name)
 
 
 def check_name(name: str) -> None:
