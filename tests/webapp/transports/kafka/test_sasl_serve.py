@@ -1,7 +1,8 @@
 """SASL in a real ``manage.py serve``: a Kafka listener beyond loopback without SASL is refused
 at start-up (unless KAFKA_ALLOW_ANONYMOUS says otherwise); with KAFKA_SASL=required, a user
-added with ``manage.py kafka_user`` signs in with librdkafka and a wrong password does not.
-And ``kafka_user`` and the admin's page of Kafka users: what they store, list and remove."""
+added with ``manage.py kafka_user`` signs in with librdkafka and a wrong password does not, and
+users sign in again after PostgreSQL ended the server's sessions. And ``kafka_user`` and the
+admin's page of Kafka users: what they store, list and remove."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError
+from confluent_kafka.admin import AdminClient
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from tests.live_server import LiveServer, wait_for
+from tests.live_server import LiveServer, _on_postgres, _postgres_connection, wait_for
 from webapp.transports.kafka.mechanisms import PlainServer, SaslFailed
 from webapp.transports.kafka.users import stored_user
 
@@ -88,6 +90,48 @@ def test_serve_with_sasl_required_lets_in_a_user_added_by_kafka_user(
     finally:
         intruder.close()
         member.close()
+
+
+@pytest.mark.database  # the server's sessions on PostgreSQL
+def test_users_sign_in_again_after_postgresql_ended_the_servers_sessions(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    database = server.env["DATABASE"]
+    if not _on_postgres(database):
+        pytest.skip("PostgreSQL's sessions: make test's PostgreSQL pass runs this")
+    server.env["KAFKA_SASL"] = "required"
+    server.manage("migrate", "-v", "0")
+    password = tmp_path / "password"
+    password.write_text("correct horse\n")
+    server.manage("kafka_user", "add", "billing", "--password-file", str(password))
+    server.start()
+    server.post("/api/topics", {"name": "orders", "partitions": 2})
+
+    def topics_seen_by_a_new_client() -> set[str]:
+        """A new client signs in (its user read from the database) and lists the topics;
+        librdkafka connects again after a refusal, within the timeout."""
+        admin = AdminClient(
+            {
+                "bootstrap.servers": f"127.0.0.1:{server.kafka_port}",
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": "billing",
+                "sasl.password": "correct horse",
+            }
+        )
+        return set(admin.list_topics(timeout=20).topics)
+
+    assert "orders" in topics_seen_by_a_new_client()
+    # A PostgreSQL restart, or an administrator, ends every session of the server's.
+    with _postgres_connection(database) as db:
+        ended = db.execute(
+            "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    assert ended and all(row["ended"] for row in ended)
+    # The login that finds its session gone is refused; the next makes it again.
+    assert "orders" in topics_seen_by_a_new_client()
+    assert server.get("/healthz")["status"] == "ok"
 
 
 @pytest.mark.django_db
