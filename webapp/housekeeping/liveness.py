@@ -15,17 +15,28 @@ Housekeeping page say what the processes answer:
 answers with the last result at once: a health check never waits on the broker. Until the
 first ask has finished, ``alive`` is None (not known yet); with the broker down, both are
 False and ``error`` says why.
+
+Beat also stops cleanly here. On SIGTERM or SIGINT Celery's handler saves the schedule and
+raises SystemExit wherever beat is; raised inside the Redis client while a task was being sent,
+it left the connection broken mid-reply, and beat logged the send as failed, with a traceback,
+as it went. ``AnnouncingScheduler`` holds those signals back during each turn of beat's loop
+(``stop_signals_deferred``): a stop that comes while it sends takes effect once it has sent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import signal
 import socket
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 import redis
@@ -40,6 +51,7 @@ __all__ = [
     "Liveness",
     "Processes",
     "ask_processes",
+    "stop_signals_deferred",
 ]
 
 log = logging.getLogger(__name__)
@@ -62,10 +74,42 @@ def _redis() -> redis.Redis:
     )
 
 
+#: The signals beat stops on (Celery's handler saves the schedule and raises SystemExit).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextlib.contextmanager
+def stop_signals_deferred() -> Iterator[None]:
+    """Hold ``STOP_SIGNALS`` back until the block ends, then hand each that came to the handler
+    it would have run (the default action for one without a Python handler). Python runs signal
+    handlers in the main thread only, so elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[tuple[int, FrameType | None]] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        caught.append((signum, frame))
+
+    previous = {signum: signal.signal(signum, hold) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler if handler is not None else signal.SIG_DFL)
+        for signum, frame in caught:
+            handler = previous[signal.Signals(signum)]
+            if callable(handler):
+                handler(signum, frame)
+            elif handler != signal.SIG_IGN:
+                signal.raise_signal(signum)
+
+
 class AnnouncingScheduler(DatabaseScheduler):
     """django-celery-beat's database scheduler that also says, at every turn of beat's loop,
     that beat is alive (``BEAT_KEY``: its host, pid and time, for ``BEAT_TTL_S``). A broker it
-    cannot reach costs one warning per outage, not one per turn."""
+    cannot reach costs one warning per outage, not one per turn. A stop signal that comes
+    during a turn takes effect at its end (the module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -73,8 +117,9 @@ class AnnouncingScheduler(DatabaseScheduler):
         self._announced = True
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
-        interval = float(super().tick(*args, **kwargs))
-        self.announce()
+        with stop_signals_deferred():
+            interval = float(super().tick(*args, **kwargs))
+            self.announce()
         return interval
 
     def announce(self) -> None:
