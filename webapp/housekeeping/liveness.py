@@ -81,15 +81,28 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 @contextlib.contextmanager
 def stop_signals_deferred() -> Iterator[None]:
     """Hold ``STOP_SIGNALS`` back until the block ends, then hand each that came to the handler
-    it would have run (the default action for one without a Python handler). Python runs signal
-    handlers in the main thread only, so elsewhere this does nothing."""
+    it would have run (the default action for one without a Python handler). A second one
+    while the first is held is handled at once: a turn stuck on an unanswering database still
+    stops on a second Ctrl-C. Python runs signal handlers in the main thread only, so elsewhere
+    this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught: list[tuple[int, FrameType | None]] = []
+    held: list[tuple[int, FrameType | None]] = []  # the one stop waiting for the block's end
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        handler = previous[signal.Signals(signum)]
+        if callable(handler):
+            handler(signum, frame)
+        elif handler != signal.SIG_IGN:
+            signal.raise_signal(signum)
 
     def hold(signum: int, frame: FrameType | None) -> None:
-        caught.append((signum, frame))
+        if held:  # a second stop: both are answered by handling this one now
+            held.clear()
+            handle(signum, frame)
+        else:
+            held.append((signum, frame))
 
     previous = {signum: signal.signal(signum, hold) for signum in STOP_SIGNALS}
     try:
@@ -97,12 +110,8 @@ def stop_signals_deferred() -> Iterator[None]:
     finally:
         for stop, handler in previous.items():
             signal.signal(stop, handler if handler is not None else signal.SIG_DFL)
-        for signum, frame in caught:
-            handler = previous[signal.Signals(signum)]
-            if callable(handler):
-                handler(signum, frame)
-            elif handler != signal.SIG_IGN:
-                signal.raise_signal(signum)
+        for signum, frame in held:
+            handle(signum, frame)
 
 
 class AnnouncingScheduler(DatabaseScheduler):
