@@ -25,6 +25,7 @@ skip):
 from __future__ import annotations
 
 import dataclasses
+import io
 import struct
 from functools import cache
 from typing import Any
@@ -37,6 +38,8 @@ from kio.serial._introspect import (
     get_field_tag,
     is_optional,
 )
+from kio.serial.writers import write_unsigned_varint
+from kio.static.primitive import uvarint
 
 __all__ = ["BadArray", "check_arrays", "without_unknown_tags"]
 
@@ -89,15 +92,6 @@ def _varint(data: bytes, offset: int) -> tuple[int, int]:
         shift += 7
         if shift > 28:
             raise BadArray("a varint runs over five bytes")
-
-
-def _encoded_varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 # -- the steps -------------------------------------------------------------------------------
@@ -272,7 +266,10 @@ def _tags(
         if tag in known:
             kept.append(data[field_start:offset])
     if edits is not None and len(kept) < count:
-        edits.append((start, offset, _encoded_varint(len(kept)) + b"".join(kept)))
+        section = io.BytesIO()
+        write_unsigned_varint(section, uvarint(len(kept)))
+        section.write(b"".join(kept))
+        edits.append((start, offset, section.getvalue()))
     return offset
 
 
