@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-__all__ = ["close_connections", "in_database_thread"]
+__all__ = ["close_connections", "in_a_context_of_its_own", "in_database_thread"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -58,9 +58,15 @@ async def in_database_thread(function: Callable[P, T], *args: P.args, **kwargs: 
     return result
 
 
-async def close_connections() -> None:
-    """Close the database thread's connections. In a context of its own, for the reason of the
-    history's last flush (``HistoryWriter.stop``): a caller inside a thread-sensitive
-    ``sync_to_async`` call could not make another."""
+async def in_a_context_of_its_own(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Await ``coroutine`` in a new, empty context: for the runtime's last database calls as it
+    stops. The caller's context may be a copy of one inside a thread-sensitive ``sync_to_async``
+    call (a shutdown signal that arrived during a Django view), where asgiref refuses another
+    ("Single thread executor already being used, would deadlock")."""
     loop = asyncio.get_running_loop()
-    await loop.create_task(sync_to_async(connections.close_all)(), context=contextvars.Context())
+    return await loop.create_task(coroutine, context=contextvars.Context())
+
+
+async def close_connections() -> None:
+    """Close the database thread's connections (in a context of its own)."""
+    await in_a_context_of_its_own(sync_to_async(connections.close_all)())

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 from collections import deque
 from typing import Any
@@ -42,7 +41,7 @@ from django.db.models.constants import OnConflict
 
 from webapp.models import GroupEvent
 
-from .database import in_database_thread
+from .database import in_a_context_of_its_own, in_database_thread
 from .events import ALL_GROUPS_CHANNEL_GROUP, SequencedEvent, events_message, group_channel_group
 
 logger = logging.getLogger(__name__)
@@ -235,12 +234,8 @@ class HistoryWriter:
                 await self._task
             self._task = None
         try:
-            # In a context of its own: a caller's may be a copy of one that is inside a
-            # thread-sensitive sync_to_async call (a shutdown signal that arrived during a
-            # Django view), where asgiref refuses another ("Single thread executor already
-            # being used, would deadlock") and the last events would be lost.
-            loop = asyncio.get_running_loop()
-            await loop.create_task(self.flush(), context=contextvars.Context())
+            # Else a stop inside a Django view's sync_to_async call would lose the last events.
+            await in_a_context_of_its_own(self.flush())
         except Exception:
             logger.exception("event history: %d events could not be stored", len(self._pending))
 
