@@ -232,6 +232,11 @@ class TopicRegistry:
         name = self._names_by_id.get(topic_id)
         return None if name is None else self._topics[name]
 
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        """The id of topic ``name``, or None when there is no such topic (Kafka's zero id)."""
+        spec = self._topics.get(name)
+        return None if spec is None else spec.topic_id
+
     def all(self) -> list[TopicSpec]:
         """Every topic, sorted by name."""
         return [self._topics[name] for name in sorted(self._topics)]

@@ -187,7 +187,7 @@ class SaslServerAuthenticator:
         enabled = self._config.mechanisms
         if mechanism not in enabled:
             self._state = _State.FAILED
-            refusal = apis.answer(
+            refusal = apis.response_to(
                 request, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=enabled
             )
             return Step(
@@ -199,7 +199,7 @@ class SaslServerAuthenticator:
         self._server = MECHANISMS[mechanism](self._config.credentials)
         self._raw_tokens = request.api_version == 0
         self._state = _State.AUTHENTICATE
-        accepted = apis.answer(request, error_code=ErrorCode.none, mechanisms=enabled)
+        accepted = apis.response_to(request, error_code=ErrorCode.none, mechanisms=enabled)
         return Step(reply=codec.encode_response(request, accepted))
 
     async def _raw_token(self, token: bytes) -> Step:
@@ -238,7 +238,7 @@ class SaslServerAuthenticator:
                 else "Authentication failed during authentication due to invalid credentials "
                 f"with SASL mechanism {self._server.mechanism}"
             )
-            refusal = apis.answer(
+            refusal = apis.response_to(
                 request,
                 error_code=ErrorCode.sasl_authentication_failed,
                 error_message=message,
@@ -251,7 +251,7 @@ class SaslServerAuthenticator:
                 failed_authentication=True,
             )
         self._finish_if_complete()
-        accepted = apis.answer(
+        accepted = apis.response_to(
             request,
             error_code=ErrorCode.none,
             error_message=None,
