@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -606,21 +605,6 @@ def test_every_state_change_is_a_row_of_the_table(h: Harness) -> None:
         for event in member.events_of(MemberStateChanged):
             key = (ConsumerMemberState(event.from_state), ConsumerMemberState(event.to_state))
             assert CONSUMER_TRANSITIONS[key] == event.reason
-
-
-def test_the_state_table_in_docs_is_the_one_in_consumer_state_py() -> None:
-    docs = Path(__file__).resolve().parents[2] / "docs" / "engine.md"
-    text = docs.read_text(encoding="utf-8")
-    table = text.split("<!-- consumer-member-transitions:start -->")[1]
-    table = table.split("<!-- consumer-member-transitions:end -->")[0]
-    rows = [
-        tuple(cell.strip() for cell in line.strip().strip("|").split("|"))
-        for line in table.strip().splitlines()[2:]
-    ]
-    documented = {(a, b): cause for a, b, cause in rows}
-    assert documented == {
-        (a.value, b.value): cause for (a, b), cause in CONSUMER_TRANSITIONS.items()
-    }
 
 
 def test_a_quiet_member_heartbeats_at_the_last_tick_before_its_session_ends(h: Harness) -> None:

@@ -6,7 +6,6 @@ events and the docs' transition table."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -29,7 +28,6 @@ from coordinator_engine import (
     Protocol,
     TopicPartition,
 )
-from coordinator_engine.consumer import TRANSITIONS
 from coordinator_engine.events import (
     CONSUMER_EVENT_SCHEMAS,
     CONSUMER_EVENT_TYPES,
@@ -45,8 +43,6 @@ from coordinator_engine.events import (
 
 from .consumer_harness import GROUP, ConsumerContext, decode, owned
 from .harness import FlakyLog
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def commit(
@@ -443,20 +439,6 @@ def test_consumer_events_round_trip_through_json_and_match_their_schemas() -> No
             assert set(data) == set(schema["required"])
     revoked = ctx.events_of(ConsumerPartitionsRevoked)[-1]
     assert (revoked.member_id, revoked.member_epoch, revoked.partitions) == ("m1", 1, [["foo", 1]])
-
-
-def test_transition_table_in_docs_is_the_one_in_state_py() -> None:
-    text = (ROOT / "docs" / "engine.md").read_text(encoding="utf-8")
-    table = text.split("<!-- consumer-transitions:start -->")[1].split(
-        "<!-- consumer-transitions:end -->"
-    )[0]
-    rows = [
-        tuple(cell.strip() for cell in line.strip().strip("|").split("|"))
-        for line in table.strip().splitlines()[2:]
-    ]
-    documented = {(a, b): cause for a, b, cause in rows}
-    actual = {(a.value, b.value): cause for (a, b), cause in TRANSITIONS.items()}
-    assert documented == actual
 
 
 @pytest.mark.parametrize("regex", ["(^a.*)|(b)", "a[0-9]+", "(?i)topic"])
