@@ -13,8 +13,6 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from .runtime.topics import TopicSpec
-
 
 class Topic(models.Model):
     """A topic of the registry (``webapp.runtime.topics``); ``topic_id`` is its Kafka topic
@@ -30,22 +28,6 @@ class Topic(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({len(self.origins)} partitions)"
-
-    def to_spec(self) -> TopicSpec:
-        return TopicSpec(
-            name=self.name,
-            topic_id=self.topic_id,
-            produce_rate_per_s=self.produce_rate_per_s,
-            origins=tuple((int(base), int(since)) for base, since in self.origins),
-        )
-
-    @classmethod
-    def fields_of(cls, spec: TopicSpec) -> dict[str, Any]:
-        return {
-            "topic_id": spec.topic_id,
-            "produce_rate_per_s": spec.produce_rate_per_s,
-            "origins": [list(origin) for origin in spec.origins],
-        }
 
 
 class GroupEvent(models.Model):

@@ -110,7 +110,7 @@ from .metrics import RuntimeMetrics
 from .presence import Presence, heartbeats, joins
 from .profiling import EngineProfile
 from .record_log import Checkpointer, LogLock
-from .topic_service import TopicService
+from .topic_service import TopicService, stored_topics
 from .topics import TopicRegistry, TopicSpec
 from .turns import TurnBudget
 
@@ -131,10 +131,8 @@ T = TypeVar("T")
 def _load_database_state() -> tuple[list[TopicSpec], dict[str, int]]:
     from django.db import DatabaseError
 
-    from webapp.models import Topic
-
     try:
-        return [topic.to_spec() for topic in Topic.objects.all()], last_stored_seq_per_group()
+        return stored_topics(), last_stored_seq_per_group()
     except DatabaseError as exc:
         raise RuntimeError(
             f"cannot read the topics and the event history from Django's database ({exc}); "

@@ -16,13 +16,32 @@ from collections.abc import Callable
 from .database import in_database_thread
 from .topics import TopicRegistry, TopicSpec, UnknownTopicError
 
-__all__ = ["TopicService"]
+__all__ = ["TopicService", "stored_topics"]
+
+
+def stored_topics() -> list[TopicSpec]:
+    """Every topic kept in Django's database (``Topic`` rows), by name."""
+    from webapp.models import Topic
+
+    return [
+        TopicSpec(
+            name=topic.name,
+            topic_id=topic.topic_id,
+            produce_rate_per_s=topic.produce_rate_per_s,
+            origins=tuple((int(base), int(since)) for base, since in topic.origins),
+        )
+        for topic in Topic.objects.all()
+    ]
 
 
 def _save_topic(spec: TopicSpec) -> None:
     from webapp.models import Topic
 
-    fields = Topic.fields_of(spec)
+    fields = {
+        "topic_id": spec.topic_id,
+        "produce_rate_per_s": spec.produce_rate_per_s,
+        "origins": [list(origin) for origin in spec.origins],
+    }
     # One INSERT ... ON CONFLICT DO UPDATE, not update_or_create's SELECT then write in one
     # transaction: in WAL mode a transaction that has read cannot start writing once another
     # connection committed meanwhile (SQLite fails it at once, "database is locked", without
