@@ -30,11 +30,18 @@ from .context import Context
 from .responses import NO_THROTTLE, item_type, make, response_to, schema_of
 
 
-def _by_topic(rows: Any) -> dict[str, list[Any]]:
-    grouped: dict[str, list[Any]] = defaultdict(list)
+def _topics(owner: type, rows: Any, partition: Callable[[Any], dict[str, Any]]) -> tuple[Any, ...]:
+    """The engine's per-partition ``rows`` as ``owner``'s topics (each topic where its first row
+    comes), a partition's fields being ``partition(row)``."""
+    topic_type = item_type(owner, "topics")
+    partition_type = item_type(topic_type, "partitions")
+    by_topic: dict[str, list[Any]] = defaultdict(list)
     for row in rows:
-        grouped[row.topic].append(row)
-    return grouped
+        by_topic[row.topic].append(make(partition_type, **partition(row)))
+    return tuple(
+        make(topic_type, name=name, partitions=tuple(partitions))
+        for name, partitions in by_topic.items()
+    )
 
 
 #: A partition index a topic cannot have. Kafka's broker answers a commit or an offset delete
@@ -78,22 +85,10 @@ def _no_offset(topic: str, index: int) -> OffsetData:
 def _partition_results(schema: type, results: Any) -> tuple[Any, ...]:
     """The engine's per-partition error codes as ``schema``'s topics (OffsetCommit's and
     OffsetDelete's answers)."""
-    topic_type = item_type(schema, "topics")
-    partition_type = item_type(topic_type, "partitions")
-    return tuple(
-        make(
-            topic_type,
-            name=name,
-            partitions=tuple(
-                make(
-                    partition_type,
-                    partition_index=r.partition,
-                    error_code=ErrorCode(r.error_code),
-                )
-                for r in rows
-            ),
-        )
-        for name, rows in _by_topic(results).items()
+    return _topics(
+        schema,
+        results,
+        lambda r: {"partition_index": r.partition, "error_code": ErrorCode(r.error_code)},
     )
 
 
@@ -228,28 +223,19 @@ async def _fetch_offsets(
 def _fetched_offsets(owner: type, api_version: int, answer: Any) -> tuple[Any, ...]:
     """The engine's OffsetFetch ``answer`` as the topics of ``owner`` (the response before v8,
     a group of it from v8)."""
-    topic_type = item_type(owner, "topics")
-    partition_type = item_type(topic_type, "partitions")
-    error = answer.error_code
-    return tuple(
-        make(
-            topic_type,
-            name=name,
-            partitions=tuple(
-                make(
-                    partition_type,
-                    partition_index=d.partition,
-                    committed_offset=d.offset,
-                    # -1: librdkafka then skips offset validation (kafka-wire.md).
-                    committed_leader_epoch=-1,
-                    metadata=d.metadata,
-                    # Before v2 there is no top-level error: each partition carries it.
-                    error_code=ErrorCode(d.error_code or (error if api_version < 2 else 0)),
-                )
-                for d in data
-            ),
-        )
-        for name, data in _by_topic(answer.partitions).items()
+    # Before v2 there is no top-level error: each partition carries it.
+    error = answer.error_code if api_version < 2 else 0
+    return _topics(
+        owner,
+        answer.partitions,
+        lambda d: {
+            "partition_index": d.partition,
+            "committed_offset": d.offset,
+            # -1: librdkafka then skips offset validation (kafka-wire.md).
+            "committed_leader_epoch": -1,
+            "metadata": d.metadata,
+            "error_code": ErrorCode(d.error_code or error),
+        },
     )
 
 
