@@ -19,7 +19,9 @@ What is measured, per size:
 * ``spark``: ``.venv/bin/python -m spark_tasks rebalance_report --input DIR --output OUT
   --master local[2] --no-ui`` as a whole process, wall time INCLUDING the Python and JVM start
   and Spark's shutdown, and events/s. With ``--progress-file`` the benchmark follows the job's
-  phases (the file is rewritten every 0.5 s, so each phase's time is good to about 0.5 s);
+  phases (the file is rewritten every 0.5 s, so each phase's time is good to about 0.5 s; the
+  report runs independent steps side by side, so a phase's time is until the next step
+  started, and a step that started and ended between two reads of the file is not seen);
   ``start`` is the time until the session exists (Python, PySpark, the JVM), ``stop`` after
   ``done`` (Spark's shutdown, the process's exit). Also: the driver's peak memory (``spark
   MB``: the resident memory of the job's process and its descendants, the driver JVM with
@@ -155,16 +157,24 @@ def directory_mb(directory: Path) -> float:
 
 
 def _tree_rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and all its descendants (MB), from /proc; 0 if it is gone."""
-    total, pending = 0, [pid]
+    """Resident memory of ``pid`` and all its descendants (MB), from /proc; 0 if it is gone.
+
+    A child still running its parent's executable is skipped: it is a fork or spawn that has
+    not exec'd yet, whose pages are its parent's (the JVM spawns ``rm`` and ``bash`` through
+    ``posix_spawn``, and caught in that instant the driver would be counted twice)."""
+    total, pending = 0, [(pid, "")]
     while pending:
-        current = pending.pop()
+        current, parent_exe = pending.pop()
         with contextlib.suppress(OSError, ValueError):
+            exe = os.readlink(f"/proc/{current}/exe")
+            if exe == parent_exe:
+                continue
             for line in Path(f"/proc/{current}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     total += int(line.split()[1])
             for task in Path(f"/proc/{current}/task").iterdir():
-                pending += [int(child) for child in (task / "children").read_text().split()]
+                children = (task / "children").read_text().split()
+                pending += [(int(child), exe) for child in children]
     return total / 1024
 
 
@@ -801,7 +811,7 @@ def report(results: Sequence[Mapping[str, Any]], cluster_start_s: float | None) 
                     *[_seconds(r[run]["phase_s"].get(name)) for name in phases],
                 )
             )
-    print("Spark's time by phase (s; from the progress file, +-0.5 s):")
+    print("Spark's time by phase (s; from the progress file, +-0.5 s; until the next step started):")
     print(table(("events", "master", *phases), phase_rows))
     print()
     for r in results:

@@ -83,6 +83,12 @@ of it costs more than the sort. ``run`` writes each as soon as it is known and r
 ``with_unavailability``) are counted from the written tables; the rebalances table is written
 once, then read back for the storms, comparisons and summary, and kept in memory for them (as
 is the small duplicate_consumption table), since each reads it again.
+
+Steps that need none of each other's frames run side by side, each submitting its jobs from
+its own thread (``spark_tasks.side_by_side``): the three kinds' event passes; the two
+per-partition tables with the holdings duplicate consumption starts from; the tables no later
+step reads; summary.json's queries. Most of a small report's jobs run over a few thousand
+rows, and one after the other they left the cores idle while the driver planned the next.
 """
 
 from __future__ import annotations
@@ -130,6 +136,7 @@ from .output import (
     write_json_atomically,
 )
 from .schema import SCHEMA_VERSION
+from .side_by_side import SideBySide
 from .tuning import tuning_for
 
 __all__ = [
@@ -874,20 +881,11 @@ def materialized(step: str, frame: DataFrame) -> DataFrame:
     return frame.localCheckpoint(eager=True)
 
 
-def report_tables(
-    history: DataFrame,
-    *,
-    storm_count: int,
-    storm_window_ms: int,
-    materialize: Callable[[str, DataFrame], DataFrame] = materialized,
-) -> dict[str, DataFrame]:
-    """Every output table (``TABLES``) of a history DataFrame (``HISTORY_STRUCT``); the frames
-    several tables share go through ``materialize(step, frame)``.
-
-    The per-partition tables are computed straight from the plan, never kept whole in between:
-    at ten million events they hold about 17 million rows, and a copy of the partition timeline
-    they come from costs more than computing it twice. The per-rebalance figures are then
-    counted from the tables themselves."""
+def _classic_frames(
+    history: DataFrame, materialize: Callable[[str, DataFrame], DataFrame]
+) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """The classic groups' events (what the later steps read of them), member instances and
+    rebalances."""
     # Kept of the events: what the later steps read (a rebalance's own events, every state
     # change, the static members' ids), without the columns only the event pass needed.
     later = (
@@ -902,29 +900,92 @@ def report_tables(
     )
     member_instances = materialize("member instances", events.transform(member_instances_of))
     rebalances = materialize("classic rebalances", events.transform(rebalances_of))
+    return events, member_instances, rebalances
+
+
+def _handoff_frames(
+    history: DataFrame, materialize: Callable[[str, DataFrame], DataFrame]
+) -> tuple[DataFrame, DataFrame]:
+    """The handoff groups' events and rebalances."""
     handoff = materialize("handoff events", history.transform(handoff_events))
-    handoffs = materialize("handoff rebalances", handoff.transform(handoff_rebalances))
-    held_by_handoff = handoff_holdings(handoff)
+    return handoff, materialize("handoff rebalances", handoff.transform(handoff_rebalances))
+
+
+def _consumer_frames(
+    history: DataFrame, materialize: Callable[[str, DataFrame], DataFrame]
+) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """The consumer groups' events, rebalances and holdings."""
     consumer = materialize("consumer events", history.transform(consumer_events))
     consumers = materialize("consumer rebalances", consumer.transform(consumer_rebalances))
     # Read twice (the unavailable intervals, the holdings) and costly to compute (a window
     # over every assignment and revocation of the consumer groups): computed once.
-    held_by_consumer = materialize("consumer holdings", consumer_holdings(consumer))
+    held = materialize("consumer holdings", consumer_holdings(consumer))
+    return consumer, consumers, held
+
+
+def report_tables(
+    history: DataFrame,
+    *,
+    storm_count: int,
+    storm_window_ms: int,
+    materialize: Callable[[str, DataFrame], DataFrame] = materialized,
+) -> dict[str, DataFrame]:
+    """Every output table (``TABLES``) of a history DataFrame (``HISTORY_STRUCT``); the frames
+    several tables share go through ``materialize(step, frame)``.
+
+    Steps that need none of each other's frames are materialized side by side
+    (``spark_tasks.side_by_side``): the three kinds' event passes, then the two per-partition
+    tables and the holdings duplicate consumption starts from.
+
+    The per-partition tables are computed straight from the plan, never kept whole in between:
+    at ten million events they hold about 17 million rows, and a copy of the partition timeline
+    they come from costs more than computing it twice. The per-rebalance figures are then
+    counted from the tables themselves."""
+    with SideBySide(history.sparkSession, thread_name_prefix="report-kinds") as steps:
+        classic = steps.submit(_classic_frames, history, materialize)
+        handoff_kind = steps.submit(_handoff_frames, history, materialize)
+        consumer_kind = steps.submit(_consumer_frames, history, materialize)
+    events, member_instances, rebalances = classic.result()
+    handoff, handoffs = handoff_kind.result()
+    consumer, consumers, held_by_consumer = consumer_kind.result()
+    held_by_handoff = handoff_holdings(handoff)
 
     assignments = assignments_of(history)
     timeline = partition_timeline(assignments, assignment_roles(rebalances), member_instances)
-    partition_moves = materialize(
-        "partition_moves",
-        timeline.transform(partition_changes)
-        .unionByName(handoff_partition_changes(handoffs, handoff))
-        .unionByName(consumer_partition_changes(consumers, consumer)),
+    removals = forced_removals(history)
+    forced_handoff = held_by_handoff.join(
+        removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
     )
-    unavailability = materialize(
-        "partition_unavailability",
-        timeline.transform(partition_unavailability)
-        .unionByName(handoff_unavailability(handoffs, handoff, held_by_handoff))
-        .unionByName(consumer_unavailability(consumers, consumer, held_by_consumer)),
+    # A consumer-protocol member removed while away at epoch -2 committed as it closed.
+    forced_consumer = held_by_consumer.where(~F.col("away")).join(
+        removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
     )
+    held = ["group_id", "member_id", "topic", "partition", "granted_ms", "seq", "at_ms", "reason"]
+    with SideBySide(history.sparkSession, thread_name_prefix="report-partitions") as steps:
+        moved = steps.submit(
+            materialize,
+            "partition_moves",
+            timeline.transform(partition_changes)
+            .unionByName(handoff_partition_changes(handoffs, handoff))
+            .unionByName(consumer_partition_changes(consumers, consumer)),
+        )
+        unavailable = steps.submit(
+            materialize,
+            "partition_unavailability",
+            timeline.transform(partition_unavailability)
+            .unionByName(handoff_unavailability(handoffs, handoff, held_by_handoff))
+            .unionByName(consumer_unavailability(consumers, consumer, held_by_consumer)),
+        )
+        held_when_removed = steps.submit(
+            materialize,
+            "holdings",
+            classic_holdings(history, removals)
+            .unionByName(forced_handoff.select(*held))
+            .unionByName(forced_consumer.select(*held)),
+        )
+    partition_moves, unavailability = moved.result(), unavailable.result()
+    holdings = held_when_removed.result()
+
     # Up to members_after: what a rebalance is before its partitions and storms are counted.
     boundaries = (*_REBALANCE_COLUMNS[: _REBALANCE_COLUMNS.index("partitions_before")], *_KNOWN)
     every_kind = (
@@ -945,21 +1006,6 @@ def report_tables(
     )
     group_protocols = complete.groupBy("group_id").agg(
         F.max_by("rebalance_protocol", "rebalance_id").alias("rebalance_protocol")
-    )
-    removals = forced_removals(history)
-    forced_handoff = held_by_handoff.join(
-        removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
-    )
-    # A consumer-protocol member removed while away at epoch -2 committed as it closed.
-    forced_consumer = held_by_consumer.where(~F.col("away")).join(
-        removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
-    )
-    held = ["group_id", "member_id", "topic", "partition", "granted_ms", "seq", "at_ms", "reason"]
-    holdings = materialize(
-        "holdings",
-        classic_holdings(history, removals)
-        .unionByName(forced_handoff.select(*held))
-        .unionByName(forced_consumer.select(*held)),
     )
     duplicates = materialize(
         "duplicate_consumption", duplicate_windows(history, holdings, group_protocols)
@@ -1168,11 +1214,16 @@ def build_summary(
 ) -> dict[str, Any]:
     """summary.json (its shape is in docs/analysis.md) from the report tables; only small
     aggregates reach the driver."""
-    rebalances = tables["rebalances"]
-    entries = _group_entries(rebalances, tables["duplicate_consumption"])
-    figures, storms, duplicates = _totals(
-        rebalances, tables["storms"], tables["duplicate_consumption"]
-    )
+    rebalances, windows = tables["rebalances"], tables["duplicate_consumption"]
+    # Each its own small job, side by side.
+    with SideBySide(rebalances.sparkSession, thread_name_prefix="report-summary") as steps:
+        per_group = steps.submit(_group_entries, rebalances, windows)
+        overall = steps.submit(_totals, rebalances, tables["storms"], windows)
+        assignors = steps.submit(_assignors, tables["assignors"])
+        protocols = steps.submit(_keyed, tables["protocols"], "rebalance_protocol")
+        top_members = steps.submit(_top_members, rebalances, top)
+    entries = per_group.result()
+    figures, storms, duplicates = overall.result()
     totaled = ("rebalances", "completed", "duration_ms", "partitions_moved")
     return {
         "job": "rebalance_report",
@@ -1194,9 +1245,9 @@ def build_summary(
         "groups": {
             group_id: entries.get(group_id) or _no_rebalances() for group_id in sorted(group_ids)
         },
-        "assignors": _assignors(tables["assignors"]),
-        "protocols": _keyed(tables["protocols"], "rebalance_protocol"),
-        "top_members": _top_members(rebalances, top),
+        "assignors": assignors.result(),
+        "protocols": protocols.result(),
+        "top_members": top_members.result(),
         "tables": list(TABLES),
     }
 
@@ -1280,9 +1331,13 @@ def _report(
         tables = report_tables(
             history, storm_count=storm_count, storm_window_ms=storm_window_ms, materialize=computed
         )
-        for name in TABLES:
-            if name not in written:
-                write(name, tables[name])
+        # The tables no later step reads, side by side.
+        with SideBySide(spark, thread_name_prefix="report-tables") as steps:
+            last = [
+                steps.submit(write, name, tables[name]) for name in TABLES if name not in written
+            ]
+        for table_written in last:
+            table_written.result()
         phase("writing summary.json")
         summary = build_summary(
             tables,

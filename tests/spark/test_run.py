@@ -241,18 +241,44 @@ def test_the_report_replaces_the_output_directory_whole(
     assert json.loads((output / "summary.json").read_text()) == report["summary"]
     assert spark.read.parquet(str(output / "rebalances")).count() == 6
     assert spark.read.parquet(str(output / "storms")).count() == 2
-    assert report["phases"][:3] == [
-        "checking the input",
-        "reading the history",
+    phases = report["phases"]
+    assert phases[:2] == ["checking the input", "reading the history"]
+    # The three kinds' event passes start side by side; each kind's steps follow in order.
+    assert set(phases[2:5]) == {
         "computing events",
+        "computing handoff events",
+        "computing consumer events",
+    }
+    kinds = [
+        ["computing events", "computing member instances", "computing classic rebalances"],
+        ["computing handoff events", "computing handoff rebalances"],
+        [
+            "computing consumer events",
+            "computing consumer rebalances",
+            "computing consumer holdings",
+        ],
     ]
-    # Tables that later ones are computed from are written as soon as they are known.
-    assert report["phases"].index("writing partition_moves") < report["phases"].index(
-        "writing rebalances"
-    )
-    writing = [phase for phase in report["phases"] if phase.startswith("writing ")]
+    for steps in kinds:
+        assert [phases.index(step) for step in steps] == sorted(map(phases.index, steps))
+    # A step starts once every step it reads has ended, and tables that later ones are
+    # computed from are written as soon as they are known.
+    after = {
+        "writing partition_moves": [kind[-1] for kind in kinds],
+        "writing partition_unavailability": [kind[-1] for kind in kinds],
+        "computing holdings": [kind[-1] for kind in kinds],
+        "writing rebalances": ["writing partition_moves", "writing partition_unavailability"],
+        "writing duplicate_consumption": ["writing rebalances", "computing holdings"],
+        **{
+            f"writing {name}": ["writing duplicate_consumption"]
+            for name in ("generations", "storms", "assignors", "protocols")
+        },
+    }
+    for step, needs in after.items():
+        assert all(phases.index(need) < phases.index(step) for need in needs), step
+    writing = [phase for phase in phases if phase.startswith("writing ")]
     assert sorted(writing[:-1]) == sorted(f"writing {name}" for name in TABLES)  # each once
-    assert report["phases"][-2:] == ["writing protocols", "writing summary.json"]
+    assert phases[-1] == "writing summary.json"
+    assert len(phases) == len(set(phases))
 
 
 def test_the_progress_file_counts_stages_and_tasks_until_done(
