@@ -929,19 +929,22 @@ def report_tables(
     storm_count: int,
     storm_window_ms: int,
     materialize: Callable[[str, DataFrame], DataFrame] = materialized,
+    steps_at_once: int = 1,
 ) -> dict[str, DataFrame]:
     """Every output table (``TABLES``) of a history DataFrame (``HISTORY_STRUCT``); the frames
     several tables share go through ``materialize(step, frame)``.
 
-    Steps that need none of each other's frames are materialized side by side
-    (``spark_tasks.side_by_side``): the three kinds' event passes, then the two per-partition
-    tables and the holdings duplicate consumption starts from.
+    Steps that need none of each other's frames are materialized side by side, up to
+    ``steps_at_once`` at a time (``spark_tasks.side_by_side``): the three kinds' event passes,
+    then the two per-partition tables and the holdings duplicate consumption starts from.
 
     The per-partition tables are computed straight from the plan, never kept whole in between:
     at ten million events they hold about 17 million rows, and a copy of the partition timeline
     they come from costs more than computing it twice. The per-rebalance figures are then
     counted from the tables themselves."""
-    with SideBySide(history.sparkSession, thread_name_prefix="report-kinds") as steps:
+    with SideBySide(
+        history.sparkSession, steps_at_once, thread_name_prefix="report-kinds"
+    ) as steps:
         classic = steps.submit(_classic_frames, history, materialize)
         handoff_kind = steps.submit(_handoff_frames, history, materialize)
         consumer_kind = steps.submit(_consumer_frames, history, materialize)
@@ -961,7 +964,9 @@ def report_tables(
         removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
     )
     held = ["group_id", "member_id", "topic", "partition", "granted_ms", "seq", "at_ms", "reason"]
-    with SideBySide(history.sparkSession, thread_name_prefix="report-partitions") as steps:
+    with SideBySide(
+        history.sparkSession, steps_at_once, thread_name_prefix="report-partitions"
+    ) as steps:
         moved = steps.submit(
             materialize,
             "partition_moves",
@@ -1211,12 +1216,15 @@ def build_summary(
     storm_count: int,
     storm_window_ms: int,
     top: int = 10,
+    steps_at_once: int = 1,
 ) -> dict[str, Any]:
     """summary.json (its shape is in docs/analysis.md) from the report tables; only small
-    aggregates reach the driver."""
+    aggregates reach the driver, each from its own small job (``steps_at_once`` side by
+    side)."""
     rebalances, windows = tables["rebalances"], tables["duplicate_consumption"]
-    # Each its own small job, side by side.
-    with SideBySide(rebalances.sparkSession, thread_name_prefix="report-summary") as steps:
+    with SideBySide(
+        rebalances.sparkSession, steps_at_once, thread_name_prefix="report-summary"
+    ) as steps:
         per_group = steps.submit(_group_entries, rebalances, windows)
         overall = steps.submit(_totals, rebalances, tables["storms"], windows)
         assignors = steps.submit(_assignors, tables["assignors"])
@@ -1276,7 +1284,8 @@ def run(
     # The groups and the events from the files themselves (no job); the settings sized to
     # that many events (spark_tasks.tuning).
     group_ids, events = history_groups(files)
-    with tuning_for(events).applied(spark):
+    tuning = tuning_for(events)
+    with tuning.applied(spark):
         return _report(
             spark,
             input_dir,
@@ -1286,6 +1295,7 @@ def run(
             events,
             storm_count,
             storm_window_ms,
+            tuning.steps_at_once,
             phase,
         )
 
@@ -1299,6 +1309,7 @@ def _report(
     events: int,
     storm_count: int,
     storm_window_ms: int,
+    steps_at_once: int,
     phase: Callable[[str], None],
 ) -> dict[str, Any]:
     phase("reading the history")
@@ -1329,10 +1340,14 @@ def _report(
 
     try:
         tables = report_tables(
-            history, storm_count=storm_count, storm_window_ms=storm_window_ms, materialize=computed
+            history,
+            storm_count=storm_count,
+            storm_window_ms=storm_window_ms,
+            materialize=computed,
+            steps_at_once=steps_at_once,
         )
         # The tables no later step reads, side by side.
-        with SideBySide(spark, thread_name_prefix="report-tables") as steps:
+        with SideBySide(spark, steps_at_once, thread_name_prefix="report-tables") as steps:
             last = [
                 steps.submit(write, name, tables[name]) for name in TABLES if name not in written
             ]
@@ -1347,6 +1362,7 @@ def _report(
             files=len(files),
             storm_count=storm_count,
             storm_window_ms=storm_window_ms,
+            steps_at_once=steps_at_once,
         )
         write_json_atomically(staging / "summary.json", summary)
         replace_directory(staging, output_dir)

@@ -11,15 +11,19 @@ from several threads at once (its FIFO pool runs the earlier job's tasks first a
 cores with the later's), so independent steps submitted from threads overlap one step's
 planning with another's tasks.
 
-``SideBySide`` is a thread pool for that: each task it runs carries the Spark local properties
-of the thread that submitted it (the job description, which the progress file and Spark's UI
-show), as PySpark's pinned-thread mode gives every Python thread its own JVM thread and a new
-thread would otherwise start with none (``pyspark.inheritable_thread_target``). Leaving its
-``with`` block waits for every task, finished or failed, so no job still runs, or still writes
-into a staging directory, once the block is left; ``Future.result()`` then returns a task's
-value or raises its error.
+``SideBySide`` is a thread pool for that, running ``at_once`` tasks at a time (with 1, one
+after the other in the order they were submitted, on a thread of their own). Each task carries
+the Spark local properties of the thread that submitted it (the job description, which the
+progress file and Spark's UI show), as PySpark's pinned-thread mode gives every Python thread
+its own JVM thread and a new thread would otherwise start with none
+(``pyspark.inheritable_thread_target``). Leaving its ``with`` block waits for every task,
+finished or failed, so no job still runs, or still writes into a staging directory, once the
+block is left; ``Future.result()`` then returns a task's value or raises its error.
 
 Threads change when a step runs, never what it computes: every table is the same, row for row.
+Where the cores are already busy, steps side by side only compete for them: a report runs
+them so below ``spark_tasks.tuning.SIZED_BELOW`` events, one at a time from there on
+(``Tuning.steps_at_once``).
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ class SideBySide(ThreadPoolExecutor):
     """A thread pool whose tasks run with the submitting thread's Spark local properties (and
     the job tags of ``spark``)."""
 
-    def __init__(self, spark: SparkSession, *, thread_name_prefix: str) -> None:
-        super().__init__(thread_name_prefix=thread_name_prefix)
+    def __init__(self, spark: SparkSession, at_once: int, *, thread_name_prefix: str) -> None:
+        super().__init__(max_workers=at_once, thread_name_prefix=thread_name_prefix)
         self._spark = spark
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:

@@ -243,12 +243,7 @@ def test_the_report_replaces_the_output_directory_whole(
     assert spark.read.parquet(str(output / "storms")).count() == 2
     phases = report["phases"]
     assert phases[:2] == ["checking the input", "reading the history"]
-    # The three kinds' event passes start side by side; each kind's steps follow in order.
-    assert set(phases[2:5]) == {
-        "computing events",
-        "computing handoff events",
-        "computing consumer events",
-    }
+    # The three kinds' event passes run side by side, in any order; each kind's steps in order.
     kinds = [
         ["computing events", "computing member instances", "computing classic rebalances"],
         ["computing handoff events", "computing handoff rebalances"],

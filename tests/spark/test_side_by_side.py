@@ -25,7 +25,7 @@ def test_a_task_runs_in_its_own_thread_with_the_submitters_job_description(
             counted = spark.range(10).count()
             return context.getLocalProperty(DESCRIPTION), threading.current_thread().name, counted
 
-        with SideBySide(spark, thread_name_prefix="test-steps") as steps:
+        with SideBySide(spark, 3, thread_name_prefix="test-steps") as steps:
             futures = [steps.submit(seen) for _ in range(3)]
     finally:
         context.setJobDescription(None)  # type: ignore[arg-type]
@@ -50,7 +50,7 @@ def test_leaving_the_block_waits_for_every_task_and_keeps_each_error_to_its_task
         failing_started.wait(timeout=60)
         return spark.range(1_000, numPartitions=2).where("id % 2 = 0").count()
 
-    with SideBySide(spark, thread_name_prefix="test-steps") as steps:
+    with SideBySide(spark, 3, thread_name_prefix="test-steps") as steps:
         failed = steps.submit(fails)
         counted = steps.submit(counts)
     assert failed.done() and counted.done()

@@ -1,7 +1,8 @@
 """The report's settings sized to its history (``spark_tasks.tuning``): what each size gets,
 that a report leaves its session's settings as it found them, and that the settings change how
-Spark computes, never what: a generated history reported interpreted (its own size's tuning)
-and compiled (the tuning of ten million events) gives the same tables, row for row."""
+Spark computes, never what: a generated history reported interpreted with its steps side by
+side (its own size's tuning) and compiled one step at a time (the tuning of ten million events)
+gives the same tables, row for row."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from spark_tasks.tuning import (
     C1_ONLY,
     DRIVER_JAVA_OPTIONS,
     SIZED_BELOW,
+    STEPS_AT_ONCE,
     history_events,
     tuning_for,
     tuning_for_history,
@@ -46,6 +48,7 @@ def test_a_demo_history_is_interpreted_on_one_partition_without_aqe() -> None:
         "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     }
     assert tuning.java_options == f"{DRIVER_JAVA_OPTIONS} {C1_ONLY}"
+    assert tuning.steps_at_once == STEPS_AT_ONCE > 1
 
 
 @pytest.mark.usefixtures("archive_path")
@@ -56,6 +59,7 @@ def test_a_million_events_are_compiled_over_partitions_sized_to_them() -> None:
         "spark.sql.shuffle.partitions": "4",
     }
     assert C1_ONLY in tuning.java_options
+    assert tuning.steps_at_once == STEPS_AT_ONCE
     assert tuning_for(1_000_001).sql["spark.sql.shuffle.partitions"] == "5"
 
 
@@ -63,6 +67,7 @@ def test_a_million_events_are_compiled_over_partitions_sized_to_them() -> None:
 def test_from_the_sized_limit_on_spark_chooses() -> None:
     tuning = tuning_for(SIZED_BELOW)
     assert (tuning.sql, tuning.java_options) == ({}, DRIVER_JAVA_OPTIONS)
+    assert tuning.steps_at_once == 1  # one step at a time
 
 
 def test_every_size_starts_from_the_class_archive_once_there_is_one(archive_path: Path) -> None:
