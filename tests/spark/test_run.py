@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
+import spark_tasks.rebalance_report as rebalance_report
 from spark_tasks.progress import PROGRESS_FILE_ENV, track_progress
 from spark_tasks.rebalance_report import TABLES, run
 
@@ -274,6 +276,29 @@ def test_the_report_replaces_the_output_directory_whole(
     assert sorted(writing[:-1]) == sorted(f"writing {name}" for name in TABLES)  # each once
     assert phases[-1] == "writing summary.json"
     assert len(phases) == len(set(phases))
+
+
+def test_a_step_that_fails_side_by_side_with_others_leaves_the_last_report_as_it_was(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = two_days_of_history().write(tmp_path / "history")
+    output = tmp_path / "out"
+    run(spark, history, output)
+    before = {path: path.read_bytes() for path in output.rglob("*") if path.is_file()}
+
+    # The classic rebalances fail as Spark computes them, while the handoff and consumer
+    # groups' steps run beside them.
+    classic_rebalances = rebalance_report.rebalances_of
+
+    def failing(events: DataFrame) -> DataFrame:
+        return classic_rebalances(events).where(F.raise_error(F.lit("failed on purpose")).isNull())
+
+    monkeypatch.setattr(rebalance_report, "rebalances_of", failing)
+    with pytest.raises(Exception, match="failed on purpose"):
+        run(spark, history, output)
+    # Every other step had ended before the staging directory was removed.
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["history", "out"]
+    assert {path: path.read_bytes() for path in output.rglob("*") if path.is_file()} == before
 
 
 def test_the_progress_file_counts_stages_and_tasks_until_done(
