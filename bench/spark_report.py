@@ -811,7 +811,7 @@ def report(results: Sequence[Mapping[str, Any]], cluster_start_s: float | None) 
                     *[_seconds(r[run]["phase_s"].get(name)) for name in phases],
                 )
             )
-    print("Spark's time by phase (s; from the progress file, +-0.5 s; until the next step started):")
+    print("Spark's time by phase (s; from the progress file, +-0.5 s; until the next one started):")
     print(table(("events", "master", *phases), phase_rows))
     print()
     for r in results:
