@@ -25,7 +25,7 @@ The history's size is known before the JVM starts, from its Parquet footers
   to warm, and C2 has no time to pay back);
 * below ``SIZED_BELOW`` events, up to ``STEPS_AT_ONCE`` of the report's steps that need none
   of each other's results run side by side (``spark_tasks.side_by_side``: one step's planning
-  and last tasks leave cores idle that another's tasks fill; 10k events: 16.3 s → 13.8 s);
+  and last tasks leave cores idle that another's tasks fill; 10k events: 16.2 s → 13.2 s);
 * from ``SIZED_BELOW`` on, Spark's own choices (AQE over 200 partitions, both compilers), the
   settings the ten-million-event measurements were made with, and one step at a time (its
   200-partition stages keep the cores busy, and two side by side only slowed each other:
