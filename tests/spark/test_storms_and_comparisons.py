@@ -5,7 +5,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from spark_tasks.rebalance_report import compare_rebalances, storms_of, with_storms
+from spark_tasks.rebalance_report import storms_of, with_storms
+from spark_tasks.summary import compare_rebalances
 
 STORM_ROWS = "group_id string, rebalance_id long, start_ms long, cause string, " + (
     "cause_member_id string, duration_ms long, unavailable_partition_ms long"
