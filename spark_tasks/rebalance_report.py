@@ -884,12 +884,11 @@ def report_tables(
     assignments = assignments_of(history)
     timeline = partition_timeline(assignments, assignment_roles(rebalances), member_instances)
     removals = forced_removals(history)
-    forced_handoff = held_by_handoff.join(
-        removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
-    )
+    removed_at = removals.select("group_id", "seq")
+    forced_handoff = held_by_handoff.join(removed_at, ["group_id", "seq"], "left_semi")
     # A consumer-protocol member removed while away at epoch -2 committed as it closed.
     forced_consumer = held_by_consumer.where(~F.col("away")).join(
-        removals.select("group_id", "seq"), ["group_id", "seq"], "left_semi"
+        removed_at, ["group_id", "seq"], "left_semi"
     )
     held = ["group_id", "member_id", "topic", "partition", "granted_ms", "seq", "at_ms", "reason"]
     with SideBySide(
