@@ -162,8 +162,9 @@ def duplicate_windows(history: DataFrame, holdings: DataFrame, protocols: DataFr
         )
     )
     # The last two commits of each (member, partition) before its removal, newest first: a
-    # top-two aggregate (no sort), which each task reduces to two rows per key before the
-    # shuffle. A commit names a partition once, so seq orders them without ties.
+    # top-two aggregate, which each task reduces to two rows per key before the shuffle. A
+    # commit names a partition once, so seq orders them without ties. (Its buffer is no
+    # fixed-width row, so Spark sorts each task's rows by the keys to aggregate them.)
     latest = F.max_by(F.struct("seq", "at_ms", "offset"), "seq", 2)
     last_commits = (
         commits.groupBy(*keys, "_removed_seq")
