@@ -37,7 +37,11 @@ loading and verifying them from Spark's jars: the session starts and runs its fi
 3.2 s instead of 6.1 s. ``make`` writes the archive once per install
 (``scripts/spark-class-archive.sh``: the JVM of a report on a small generated history dumps
 what it loaded as it exits); a JVM that finds it missing or made by another JDK starts
-without it, silently.
+without it, silently. A JVM told to write an archive (``-XX:ArchiveClassesAtExit`` in
+``SPARK_SUBMIT_OPTS``, which PySpark's launcher hands the driver: what that script does) gets
+none to map: the JDK refuses to start with both ("DynamicDumpSharedSpaces is unsupported when
+base CDS archive is not loaded"), so making the archive again, after a new install or JDK,
+would fail while the old one is there.
 
 Every setting changes how Spark computes, never what: the report is the same, row for row,
 whatever the tuning (``bench/report_diff.py`` compares two reports).
@@ -47,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -62,6 +67,7 @@ __all__ = [
     "C1_ONLY",
     "CLASS_ARCHIVE",
     "DRIVER_JAVA_OPTIONS",
+    "DUMP_OPTION",
     "EVENTS_PER_PARTITION",
     "INTERPRETED_BELOW",
     "SIZED_BELOW",
@@ -80,6 +86,8 @@ DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
 #: The driver JVM's class-data archive (made by ``scripts/spark-class-archive.sh``): this
 #: virtualenv's, as it holds the classes of this virtualenv's PySpark.
 CLASS_ARCHIVE = Path(sys.prefix) / "spark-classes.jsa"
+#: The JVM option that writes a class-data archive (``scripts/spark-class-archive.sh``).
+DUMP_OPTION = "-XX:ArchiveClassesAtExit"
 #: The driver JIT's options below ``SIZED_BELOW``: C1 alone, with the code cache the JVM gives
 #: both compilers (C1 alone gets 48 MB, which Spark's generated classes fill: the JVM then
 #: fails with "Out of space in CodeCache for adapters").
@@ -125,8 +133,9 @@ class Tuning:
 
 
 def _start_up_options() -> str:
-    """The class archive's options, when there is one (quiet: a stale archive is no error)."""
-    if not CLASS_ARCHIVE.is_file():
+    """The class archive's options, when there is one (quiet: a stale archive is no error),
+    unless the JVM is to write one (the module docstring)."""
+    if not CLASS_ARCHIVE.is_file() or DUMP_OPTION in os.environ.get("SPARK_SUBMIT_OPTS", ""):
         return ""
     return f" -XX:SharedArchiveFile={CLASS_ARCHIVE} -Xlog:cds=off -Xlog:cds+dynamic=off"
 

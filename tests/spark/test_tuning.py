@@ -7,6 +7,7 @@ gives the same tables, row for row."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,14 +21,19 @@ from spark_tasks.compare import report_differences, table_rows
 from spark_tasks.rebalance_report import TABLES, run
 from spark_tasks.tuning import (
     C1_ONLY,
+    CLASS_ARCHIVE,
     DRIVER_JAVA_OPTIONS,
+    DUMP_OPTION,
     SIZED_BELOW,
     STEPS_AT_ONCE,
+    default_java_options,
     history_events,
     tuning_for,
     tuning_for_history,
 )
 from webapp.simulation.history import generate_history
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -77,6 +83,35 @@ def test_every_size_starts_from_the_class_archive_once_there_is_one(archive_path
         assert options[0] == DRIVER_JAVA_OPTIONS
         assert f"-XX:SharedArchiveFile={archive_path}" in options
         assert "-Xlog:cds=off" in options  # a stale archive is ignored without a word
+
+
+def test_a_jvm_that_writes_an_archive_maps_none(
+    archive_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive_path.write_bytes(b"made by scripts/spark-class-archive.sh")
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", f"{DUMP_OPTION}=/tmp/new.jsa -Xlog:cds=off")
+    for events in (10_000, SIZED_BELOW):
+        assert "SharedArchiveFile" not in tuning_for(events).java_options
+    assert "SharedArchiveFile" not in default_java_options()
+
+
+@pytest.mark.slow  # a 5,000-event history and a report on it, about 30 s
+def test_the_archive_is_made_again_while_one_is_there(tmp_path: Path) -> None:
+    """What ``make`` does after a new install over an old one: the script's JVM, told to write
+    an archive, must not also be given the old one (the JDK then refuses to start)."""
+    if not CLASS_ARCHIVE.is_file():
+        pytest.skip(f"no archive to map: make writes {CLASS_ARCHIVE} before the tests")
+    remade = tmp_path / "spark-classes.jsa"
+    done = subprocess.run(
+        ["scripts/spark-class-archive.sh", str(remade)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Spark class archive: {remade}" in done.stdout
+    assert remade.stat().st_size > 1_000_000
 
 
 def test_an_unreadable_history_gets_the_smallest_tuning(tmp_path: Path) -> None:
