@@ -6,8 +6,9 @@ the Spark jobs can be tried, tested and measured on histories of any size withou
 cluster for days. Nothing here needs Django (a layout test keeps it so).
 
 The modules, by concern: ``catalogue`` (the applications and topics), ``churn`` (what happens
-to a group's members), ``members`` (the simulated consumers), ``virtual_time`` (the agenda),
-``coordinator_run`` (one engine and its groups), ``rows`` (events as history rows), ``plan``
+to a group's members), ``members`` (the simulated consumers), ``host`` (what those two use of
+the run and the group above them), ``virtual_time`` (the agenda), ``coordinator_run`` (one
+engine and its groups), ``rows`` (events as history rows), ``plan``
 (groups and events shared out over the coordinators), ``merge`` (running the coordinators and
 merging their events), ``generate`` (``generate_history``), ``summary`` (what was done).
 

@@ -11,7 +11,7 @@ says whether the group has come to rest (the end of a history).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coordinator_engine import (
     ConsumerGroupState,
@@ -31,11 +31,9 @@ from coordinator_engine.classic import ADMIN_REMOVAL_REASONS
 from coordinator_engine.handoff import HandoffGroupView, HandoffState
 
 from .catalogue import HOUR_MS, MINUTE_MS, SECOND_MS, GroupSpec
+from .host import Run
 from .members import ConsumerMember, HandoffMember, Member, PollingMember, consumed_offset
 from .summary import GroupSummary
-
-if TYPE_CHECKING:
-    from .coordinator_run import CoordinatorRun
 
 #: What an admin does with a daily application's emptied group, one a night, in turn.
 NIGHTLY_CHORES = (
@@ -61,7 +59,7 @@ class GroupRun:
     #: consumer-protocol member joins once, and dies at the next epoch it is given instead.
     members_rejoin = True
 
-    def __init__(self, run: CoordinatorRun, spec: GroupSpec, number: int) -> None:
+    def __init__(self, run: Run, spec: GroupSpec, number: int) -> None:
         self.run = run
         self.spec = spec
         self.number = number
@@ -415,7 +413,7 @@ class ConsumerGroupRun(GroupRun):
     admin_actions = False
     members_rejoin = False
 
-    def __init__(self, run: CoordinatorRun, spec: GroupSpec, number: int) -> None:
+    def __init__(self, run: Run, spec: GroupSpec, number: int) -> None:
         if spec.daily:
             raise ValueError(f"{spec.group_id}: a consumer-protocol application runs all day")
         super().__init__(run, spec, number)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import heapq
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coordinator_engine import Errors, JoinGroupRequest
 from coordinator_engine.client import (
@@ -55,10 +55,7 @@ from coordinator_engine.cluster import FindCoordinatorRequest, MetadataRequest
 from coordinator_engine.reply import Reply
 
 from .catalogue import SECOND_MS, START_MS
-
-if TYPE_CHECKING:
-    from .churn import GroupRun
-    from .coordinator_run import CoordinatorRun
+from .host import Group, Run
 
 #: A member's poll loop: it acts on a rejoin request within this.
 POLL_INTERVAL_MS = 500
@@ -97,8 +94,8 @@ class Process:
     #: The reason the client's LeftGroup gives when the application closed it.
     close_reason = CLOSE_REASON
 
-    run: CoordinatorRun
-    group: GroupRun
+    run: Run
+    group: Group
     client: GroupClient | HandoffClient | ConsumerClient
     alive: bool
     crash_on: str | None
@@ -107,7 +104,7 @@ class Process:
     poll_due: int
     stalled_until: int
 
-    def __init__(self, group: GroupRun) -> None:
+    def __init__(self, group: Group) -> None:
         self.group = group
         self.run = group.run
         self.alive = True
@@ -130,7 +127,7 @@ class Process:
         """The process ends (no LeaveGroup, no commit)."""
         self.alive = False
         self.due = None
-        self.group.members.remove(self)  # type: ignore[arg-type]
+        self.group.members.remove(self)
 
     def crash(self) -> None:
         self.group.summary.crashes += 1
@@ -357,7 +354,7 @@ class Member(PollingMember):
 
     client: GroupClient
 
-    def __init__(self, group: GroupRun, client_id: str, instance_id: str | None, host: int) -> None:
+    def __init__(self, group: Group, client_id: str, instance_id: str | None, host: int) -> None:
         super().__init__(group)
         spec = group.spec
         run = group.run
@@ -433,7 +430,7 @@ class HandoffMember(Process):
     client: HandoffClient
     instance_id = None
 
-    def __init__(self, group: GroupRun, client_id: str, host: int) -> None:
+    def __init__(self, group: Group, client_id: str, host: int) -> None:
         super().__init__(group)
         spec = group.spec
         run = group.run
@@ -530,7 +527,7 @@ class ConsumerMember(PollingMember):
     close_reason = CONSUMER_CLOSE_REASON
     client: ConsumerClient
 
-    def __init__(self, group: GroupRun, client_id: str, instance_id: str | None, host: int) -> None:
+    def __init__(self, group: Group, client_id: str, instance_id: str | None, host: int) -> None:
         super().__init__(group)
         spec = group.spec
         run = group.run
