@@ -95,3 +95,23 @@ def test_a_file_with_another_schema_fails_naming_the_file_and_the_columns(tmp_pa
     pq.write_table(pa.table({"seq": [1]}), tmp_path / "history" / "other.parquet")
     result = report(tmp_path / "history", tmp_path)
     assert_one_clear_line(result, 1, "other.parquet does not have the history schema: it lacks")
+
+
+@pytest.mark.slow  # a small generated history and one report, about 15 s
+def test_a_report_prints_its_summary_line_and_nothing_of_spark_s_set_up(tmp_path: Path) -> None:
+    """stdout has the report's one line; stderr, at the default log level, nothing but what the
+    JDK itself may print about the incubator module Spark loads (the gateway's "Setting default
+    log level" banner is configured away in spark_tasks/log4j2.properties)."""
+    from webapp.simulation.history import generate_history
+
+    generate_history(tmp_path / "history", 2_000, seed=0, jobs=1)
+    result = report(tmp_path / "history", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("rebalance_report: ")
+    assert f"-> {tmp_path / 'out'}" in result.stdout
+    chatter = [
+        line
+        for line in result.stderr.splitlines()
+        if not line.startswith("WARNING: Using incubator modules")
+    ]
+    assert chatter == []
