@@ -14,9 +14,9 @@ the history's ``day`` partitions whatever the machine's zone. Logging is turned 
 asked, the progress file (``spark_tasks.progress``). When this process launches the JVM (not
 under spark-submit), the driver also gets ``spark_tasks/log4j2.properties``, which keeps
 Spark's start-up chatter (logged before ``log_level`` applies) to errors and silences the
-banner PySpark's gateway prints as a shell ("Setting default log level to ..."). ``ui_enabled=None``
-leaves ``spark.ui.enabled`` to Spark (on by default; its URL is what the progress file
-reports); tests turn it off.
+banner PySpark's gateway prints as a shell ("Setting default log level to ...").
+``ui_enabled=None`` leaves ``spark.ui.enabled`` to Spark (on by default; its URL is what the
+progress file reports); tests turn it off.
 
 The driver's heap (``spark.driver.memory``; in local mode the driver is also the executor) is
 ``memory``, else ``SPARK_DRIVER_MEMORY``, else ``DEFAULT_DRIVER_MEMORY`` (4 GB): with Spark's
