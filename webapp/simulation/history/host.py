@@ -1,12 +1,12 @@
 """What the churn and the members see of the objects that host them, as two protocols.
 
 A coordinator's run (``coordinator_run.CoordinatorRun``) makes its groups (``churn.GroupRun``),
-and a group makes its members (``members``); each side needs only a few things of the one
-above it: a member, the clock and agenda, the engine, the cluster's answers and a few settings
-of its run, and the summary and member list of its group. Typed by these protocols rather than
-by those classes, the imports run one way (``coordinator_run`` → ``churn`` → ``members`` →
-``host``), and what a member or a group may ask of its host is written down in one place
-(mypy checks that ``CoordinatorRun`` and ``GroupRun`` provide it).
+and a group makes its members (``members``); each needs only a few things of the one above it:
+a group and its members, the clock and agenda, the engine, the cluster's answers and a few
+settings of their run; a member, also the summary and member list of its group. Typed by these
+protocols rather than by those classes, the imports run one way (``coordinator_run`` →
+``churn`` → ``members`` → ``host``), and what a member or a group may ask of its host is
+written down in one place (mypy checks that ``CoordinatorRun`` and ``GroupRun`` provide it).
 """
 
 from __future__ import annotations
