@@ -1,15 +1,19 @@
 """A real ``manage.py serve`` for the tests that need one (tests/webapp/management/test_serve.py,
 test_e2e.py, tests/webapp/housekeeping, tests/browser): its own record log, database and output
-under a directory of the test's, the in-memory channel layer unless told otherwise, on ports
-the system picks; and a throwaway redis-server for those that need the real channel layer.
+under a directory of the test's, the in-memory channel layer unless told otherwise; and a
+throwaway redis-server for those that need the real channel layer.
 When the run itself is on PostgreSQL (``make test``'s second pass, ``scripts/with-postgres.sh``),
 a server's database is one of its own on that PostgreSQL instead of a SQLite file
 (``server_database``).
 
-No port is chosen by probing for a free one and hoping it stays free: ``serve`` binds port 0
-and says which ports it got (``--ports-file``), redis-server is started again on another port
-if its own is taken meanwhile, and a port that must refuse connections is held bound, never
-listening, for as long as it is needed (``closed_port``)."""
+A server may be killed and started again on the same ports, so its ports must stay free while
+it is down. A port of the kernel's ephemeral range does not: any process's outgoing connection
+may be given it meanwhile (CI once lost a restart of ``serve`` that way). So every server
+started here listens on a port of ``own_ports``: outside the ephemeral range, which neither
+``connect()`` nor a bind to port 0 draws from, and apart from the other pytest workers' ports,
+each handed out once. Nothing else on the machine picks those ports, so a restart finds its
+ports free. A port that must refuse connections is held bound, never listening, for as long as
+it is needed (``closed_port``)."""
 
 from __future__ import annotations
 
@@ -122,17 +126,47 @@ def redis_server() -> Iterator[RedisServer]:
         server.stop()
 
 
+#: The kernel's ephemeral ports: those it gives an outgoing connection or a bind to port 0.
+EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+#: How many ports each process running tests has: far more than a whole run's servers take.
+PORTS_EACH = 1000
+
+
+def own_ports() -> range:
+    """The ports this process may hand to its servers: ``PORTS_EACH`` of the larger of the two
+    stretches outside the ephemeral range (below it from 10000, clear of the usual services'
+    ports, or above it); the first ``PORTS_EACH`` for a process outside pytest-xdist (a
+    benchmark), the next for xdist's worker gw0, and so on."""
+    low, high = (int(bound) for bound in EPHEMERAL_PORTS.read_text().split())
+    stretch = max(range(10_000, low), range(high + 1, 65_536), key=len)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1", … under xdist
+    slot = 0 if worker is None else int(worker.removeprefix("gw")) + 1
+    ports = stretch[slot * PORTS_EACH : (slot + 1) * PORTS_EACH]
+    assert len(ports) == PORTS_EACH, f"no {PORTS_EACH} ports for {worker} outside {low}-{high}"
+    return ports
+
+
+_unused_ports = iter(own_ports())
+
+
 def free_port() -> int:
-    """A port free a moment ago: for ``on_a_free_port`` only."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port of ``own_ports`` not handed out before and free now (one a process outside the
+    tests holds is passed over)."""
+    for port in _unused_ports:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"every port of {own_ports()} was handed out")
 
 
 def on_a_free_port(start: Callable[[int], bool], what: str, attempts: int = 5) -> int:
-    """For a server that cannot bind port 0 and say which port it got: ``start(port)`` on a
-    port free a moment ago, and on another while it returns False (something took that port
-    before the server bound it); the port it started on."""
+    """``start(port)`` on a ``free_port``, and on another while it returns False (a process
+    outside the tests took that port before the server bound it); the port it started on."""
     for _ in range(attempts):
         port = free_port()
         if start(port):
@@ -192,8 +226,8 @@ class LiveServer:
     the defaults (the JSON API's writes open: tests set topics up through it)."""
 
     def __init__(self, workdir: Path, **settings: str) -> None:
-        #: Its site's and its Kafka listener's ports: 0 until the first start, when the system
-        #: picks them; a restart listens on the same ones.
+        #: Its site's and its Kafka listener's ports: 0 until the first start takes two
+        #: ``free_port``s (unless ``KAFKA_PORT`` is set); a restart listens on the same ones.
         self.port = 0
         self.kafka_port = int(settings.get("KAFKA_PORT", 0))
         self.ports_file = workdir / "ports.json"
@@ -227,6 +261,8 @@ class LiveServer:
     def start(self, *options: str) -> None:
         """Start serving (``options`` go to ``serve``) and wait until /healthz says ok."""
         self.ports_file.unlink(missing_ok=True)
+        self.port = self.port or free_port()
+        self.kafka_port = self.kafka_port or free_port()
         self.env["KAFKA_PORT"] = str(self.kafka_port)
         self.spawn(
             "manage.py",
@@ -243,11 +279,9 @@ class LiveServer:
         while time.monotonic() < deadline:
             assert self.process is not None
             assert self.process.poll() is None, self.output.read_text()
-            if not self.ports_file.exists():
+            if not self.ports_file.exists():  # written once both listen
                 time.sleep(0.05)
                 continue
-            ports = json.loads(self.ports_file.read_text())
-            self.port, self.kafka_port = ports["http"], ports["kafka"] or 0
             try:
                 if self.get("/healthz")["status"] == "ok":
                     return
