@@ -144,7 +144,10 @@ def own_ports() -> range:
     worker = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1", … under xdist
     slot = 0 if worker is None else int(worker.removeprefix("gw")) + 1
     ports = stretch[slot * PORTS_EACH : (slot + 1) * PORTS_EACH]
-    assert len(ports) == PORTS_EACH, f"no {PORTS_EACH} ports for {worker} outside {low}-{high}"
+    assert len(ports) == PORTS_EACH, (
+        f"net.ipv4.ip_local_port_range ({low}-{high}) leaves no {PORTS_EACH} ports outside it"
+        f" for {worker or 'this process'}: the tests' servers need them to restart safely"
+    )
     return ports
 
 
