@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 #: How long `ClientDriver.close` waits beyond the client's close timeout for its LeaveGroup.
 CLOSE_GRACE_MS = 500
+#: How often `ClientDriver.close` looks whether the client has closed.
+CLOSE_POLL_S = 0.01
 
 OnResponse = Callable[[Any], None]
 OnFailure = Callable[[str], None]
@@ -274,14 +276,18 @@ class ClientDriver:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        # The client queues events until drained: drain them every pump.
-        for event in self.client.events():
-            if self.on_event is not None:
-                self.on_event(event)
+        self._hand_over_events()
         deadline = self.client.next_deadline_ms()
         if deadline is not None:
             delay_s = max(0, deadline - self.clock()) / 1000
             self._timer = self._loop.call_later(delay_s, self.kick)
+
+    def _hand_over_events(self) -> None:
+        """The client queues events until drained: every pump drains them, and so does
+        ``close``."""
+        for event in self.client.events():
+            if self.on_event is not None:
+                self.on_event(event)
 
     def _answered(self, request: Any, response: Any) -> None:
         if not self.stopped:
@@ -295,7 +301,8 @@ class ClientDriver:
 
     async def close(self, timeout_ms: int = 5000) -> None:
         """Close the client the way Kafka's consumer closes (commit, LeaveGroup for a dynamic
-        member) and wait until it is done or `timeout_ms` passed."""
+        member) and wait until it is done or `timeout_ms` passed; by then `on_event` has had
+        every event the client produced (its LeftGroup too)."""
         if self.stopped:
             return
         self.client.close(self.clock(), timeout_ms)
@@ -304,7 +311,11 @@ class ClientDriver:
         # wait a little longer than that, or the LeaveGroup would be cut off.
         deadline = self.clock() + timeout_ms + CLOSE_GRACE_MS
         while not self.client.closed and not self.stopped and self.clock() < deadline:
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(CLOSE_POLL_S)
+        if not self.stopped:
+            # The answer that closed the client may have come in this very loop turn: the
+            # pump it kicked, which would hand over its events (the LeftGroup), has not run.
+            self._hand_over_events()
         self.stop()
 
     def stop(self) -> None:
