@@ -11,8 +11,8 @@ event loop; the listener only appends to two in-memory queues:
   sends, without building a model instance per row: under a stream of offset commits the ORM's
   per-row work took a fifth of the process's CPU, from the thread that shares the interpreter
   with the event loop).
-  A failed write is retried on the next batch; if the database stays down, the oldest
-  events beyond ``max_pending`` are dropped (logged) rather than growing without bound.
+  A failed or cancelled write is retried on the next batch; if the database stays down, the
+  oldest events beyond ``max_pending`` are dropped (logged) rather than growing without bound.
   PostgreSQL refuses a NUL character in text (Kafka allows any string as a group id, a member
   id or a reason; SQLite stores it as it is): a batch it refuses for that is stored again with
   U+FFFD in place of each NUL, as are the ids asked of it, and a row it still refuses is
@@ -209,8 +209,11 @@ class HistoryWriter:
                 ]
                 try:
                     await in_database_thread(_store, batch)
-                except Exception:
-                    # Put the batch back in front; the next flush retries it.
+                except BaseException:
+                    # Failed, or cancelled (the runtime's stop cancels the writer's task): put
+                    # the batch back in front, for the next flush. A cancelled call may never
+                    # have run, queued behind a view in the database thread, or may still
+                    # store the batch there; storing it again skips the seqs already stored.
                     self._pending.extendleft(reversed(batch))
                     raise
 

@@ -5,13 +5,15 @@ one transaction, must leave the connection to be made again when it fails (Djang
 closes a connection it cannot roll back), and the next flush stores the batch. A SQLite file
 drops no connections: this runs on make test's PostgreSQL pass. And the writer's stop stores
 its last events whatever context it is called in, and an event PostgreSQL cannot hold as it is
-(a NUL character in its group id) holds up no other."""
+(a NUL character in its group id) holds up no other; a batch whose flush the stop cancelled is
+stored all the same."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
 import os
+import threading
 
 import pytest
 from asgiref.sync import SyncToAsync, sync_to_async
@@ -89,6 +91,36 @@ async def test_stopping_stores_the_last_events_whatever_context_the_caller_is_in
     await asyncio.get_running_loop().create_task(
         stop_as_if_inside_a_view(), context=contextvars.Context()
     )
+    assert writer.pending == 0
+    assert await sync_to_async(stored_seqs)() == [1, 2]
+    await sync_to_async(close_the_connection)()
+
+
+async def test_a_batch_whose_flush_was_cancelled_is_stored_by_the_next_one() -> None:
+    """The runtime's stop cancels the writer's task, which may be flushing: its batch waits
+    for the database thread, behind a Django view say, and the cancelled call never runs.
+    The batch must go back to the queue, for stop's last flush."""
+    writer = HistoryWriter()
+    writer.start()
+    (task,) = [task for task in asyncio.all_tasks() if task.get_name() == "history-writer"]
+    view_runs, view_may_end = threading.Event(), threading.Event()
+
+    def a_slow_view() -> None:  # holds the database thread, as a view's queries do
+        view_runs.set()
+        view_may_end.wait(10)
+
+    view = asyncio.ensure_future(sync_to_async(a_slow_view)())
+    await asyncio.to_thread(view_runs.wait, 10)
+    writer.add(event(1))
+    writer.add(event(2))
+    while writer.pending:  # the task took the batch and waits for the thread
+        await asyncio.sleep(0.01)
+    stopping = asyncio.ensure_future(writer.stop())
+    while not task.done():  # cancelled while its batch waited for the thread
+        await asyncio.sleep(0.01)
+    view_may_end.set()
+    await view
+    await stopping
     assert writer.pending == 0
     assert await sync_to_async(stored_seqs)() == [1, 2]
     await sync_to_async(close_the_connection)()
