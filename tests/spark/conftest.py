@@ -1,6 +1,9 @@
-"""One small SparkSession for every Spark test (Spark's testing guide): ``local[1]``, no UI, two
-shuffle partitions, and a JVM that compiles with C1 only (a short run never earns C2's
-optimisations back), so a test of a transform on a dozen rows takes about a second."""
+"""One small SparkSession for every Spark test (Spark's testing guide): ``local[1]``, no UI, and
+the settings a report on a demo-sized history runs with (``tuning_for(0)``: expressions
+interpreted rather than compiled, one shuffle partition, no adaptive execution, a JIT that
+compiles with C1 only), so a test of a transform on a dozen rows pays no compiler. Compiled
+code has its own test: ``test_tuning`` runs a whole report compiled and compares it, row for
+row, with the interpreted one."""
 
 from __future__ import annotations
 
@@ -10,7 +13,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_tasks.session import build_session
-from spark_tasks.tuning import C1_ONLY
+from spark_tasks.tuning import tuning_for
+
+SMALL = tuning_for(0)
 
 
 @pytest.fixture(scope="session")
@@ -19,11 +24,8 @@ def spark() -> Iterator[SparkSession]:
         "spark_tasks-tests",
         master="local[1]",
         ui_enabled=False,
-        conf={
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "1",
-            "spark.driver.extraJavaOptions": C1_ONLY,
-        },
+        java_options=SMALL.java_options,
+        conf={**SMALL.sql, "spark.default.parallelism": "1"},
     )
     yield session
     session.stop()
