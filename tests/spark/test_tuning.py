@@ -1,11 +1,13 @@
 """The report's settings sized to its history (``spark_tasks.tuning``): what each size gets,
 that a report leaves its session's settings as it found them, and that the settings change how
 Spark computes, never what: a generated history reported interpreted with its steps side by
-side (its own size's tuning) and compiled one step at a time (the tuning of ten million events)
-gives the same tables, row for row."""
+side (its own size's tuning) and compiled one step at a time (the tuning of ten million events,
+with compiled code and adaptive execution stated: this session's own settings are a demo-sized
+report's) gives the same tables, row for row."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 from pathlib import Path
@@ -34,6 +36,16 @@ from spark_tasks.tuning import (
 from webapp.simulation.history import generate_history
 
 ROOT = Path(__file__).resolve().parents[2]
+
+#: Spark's own code generation and adaptive execution, set for the compiled report: the tuning of
+#: ten million events sets nothing and so would keep the session's settings, which are a
+#: demo-sized report's (interpreted; conftest.py).
+COMPILED = {
+    "spark.sql.codegen.wholeStage": "true",
+    "spark.sql.codegen.factoryMode": "FALLBACK",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.shuffle.partitions": "2",
+}
 
 
 @pytest.fixture
@@ -121,6 +133,13 @@ def test_an_unreadable_history_gets_the_smallest_tuning(tmp_path: Path) -> None:
     assert tuning_for_history(tmp_path / "missing") == tuning_for(0)
 
 
+def compilations(spark: SparkSession) -> int:
+    """How many classes Spark has generated and compiled in this JVM so far (its codegen
+    metrics)."""
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics  # type: ignore[union-attr]
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+
 @pytest.mark.slow  # two reports of a generated history, about 40 s on local[1]
 def test_interpreted_and_compiled_reports_are_the_same_row_for_row(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -131,10 +150,16 @@ def test_interpreted_and_compiled_reports_are_the_same_row_for_row(
     assert "spark.sql.codegen.factoryMode" in tuning_for(events).sql  # interpreted
     before = {key: spark.conf.get(key, None) for key in tuning_for(events).sql}
 
+    classes_before = compilations(spark)
     interpreted = run(spark, history, tmp_path / "interpreted")
+    classes_interpreted = compilations(spark) - classes_before
     assert {key: spark.conf.get(key, None) for key in before} == before  # put back
-    monkeypatch.setattr(rebalance_report, "tuning_for", lambda events: tuning_for(SIZED_BELOW))
+    compiled_tuning = dataclasses.replace(tuning_for(SIZED_BELOW), sql=COMPILED)
+    monkeypatch.setattr(rebalance_report, "tuning_for", lambda events: compiled_tuning)
+    classes_before = compilations(spark)
     compiled = run(spark, history, tmp_path / "compiled")
+    # Interpreted, Spark still generates a few classes (25 here); compiled, hundreds (763).
+    assert compilations(spark) - classes_before > 10 * classes_interpreted
 
     assert interpreted["totals"]["rebalances"] > 50
     differences = report_differences(tmp_path / "interpreted", tmp_path / "compiled")
