@@ -37,9 +37,10 @@ from webapp.simulation.history import generate_history
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: Spark's own code generation and adaptive execution, set for the compiled report: the tuning of
-#: ten million events sets nothing and so would keep the session's settings, which are a
-#: demo-sized report's (interpreted; conftest.py).
+#: The compiled report's settings: Spark's own code generation and adaptive execution, over two
+#: shuffle partitions (Spark's 200 would only slow a 5,000-event report on local[1]). They are
+#: stated because the tuning of ten million events sets nothing and so would keep the session's
+#: settings, which are a demo-sized report's (interpreted; conftest.py).
 COMPILED = {
     "spark.sql.codegen.wholeStage": "true",
     "spark.sql.codegen.factoryMode": "FALLBACK",
