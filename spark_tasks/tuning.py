@@ -18,7 +18,8 @@ The history's size is known before the JVM starts, from its Parquet footers
 * below ``INTERPRETED_BELOW`` events, Spark evaluates expressions instead of compiling them
   (``spark.sql.codegen.wholeStage=false`` and ``spark.sql.codegen.factoryMode=NO_CODEGEN``):
   compiling costs more than it saves on so few rows (10k events: 18.5 s → 13.8 s; at 100k
-  compiling already pays);
+  compiling already pays); from there to ``SIZED_BELOW``, Spark's own code generation is
+  stated (``true`` and ``FALLBACK``), so that the report compiles whatever its session had;
 * below ``SIZED_BELOW`` events, one shuffle partition per ``EVENTS_PER_PARTITION`` events and
   no AQE (its coalescing then has nothing to do, and its per-shuffle jobs cost a planning
   round each), and the driver JVM compiles with C1 only (``-XX:TieredStopAtLevel=1``: quick
@@ -26,10 +27,11 @@ The history's size is known before the JVM starts, from its Parquet footers
 * below ``SIZED_BELOW`` events, up to ``STEPS_AT_ONCE`` of the report's steps that need none
   of each other's results run side by side (``spark_tasks.side_by_side``: one step's planning
   and last tasks leave cores idle that another's tasks fill; 10k events: 16.2 s → 13.2 s);
-* from ``SIZED_BELOW`` on, Spark's own choices (AQE over 200 partitions, both compilers), the
-  settings the ten-million-event measurements were made with, and one step at a time (its
-  200-partition stages keep the cores busy, and two side by side only slowed each other:
-  10M events, 226 s and 240 s against 219 s and 216 s).
+* from ``SIZED_BELOW`` on, the session's choices (Spark's own unless its configuration says
+  otherwise: AQE over 200 partitions, compiled code, both compilers), the settings the
+  ten-million-event measurements were made with, and one step at a time (its 200-partition
+  stages keep the cores busy, and two side by side only slowed each other: 10M events, 226 s
+  and 240 s against 219 s and 216 s).
 
 Start-up: whatever the size, the driver JVM maps the classes a report loads from a class-data
 archive (``CLASS_ARCHIVE``, JDK's CDS: ``-XX:SharedArchiveFile``) when there is one, instead of
@@ -155,9 +157,10 @@ def tuning_for(events: int) -> Tuning:
         "spark.sql.adaptive.enabled": "false",
         "spark.sql.shuffle.partitions": str(max(1, math.ceil(events / EVENTS_PER_PARTITION))),
     }
-    if events < INTERPRETED_BELOW:
-        sql["spark.sql.codegen.wholeStage"] = "false"
-        sql["spark.sql.codegen.factoryMode"] = "NO_CODEGEN"
+    interpreted = events < INTERPRETED_BELOW
+    # Stated both ways, so that a session set to interpret (a test's) compiles a large history.
+    sql["spark.sql.codegen.wholeStage"] = "false" if interpreted else "true"
+    sql["spark.sql.codegen.factoryMode"] = "NO_CODEGEN" if interpreted else "FALLBACK"
     return Tuning(events, f"{DRIVER_JAVA_OPTIONS} {C1_ONLY}{start_up}", sql, STEPS_AT_ONCE)
 
 

@@ -76,6 +76,8 @@ def test_a_million_events_are_compiled_over_partitions_sized_to_them() -> None:
     assert tuning.sql == {
         "spark.sql.adaptive.enabled": "false",
         "spark.sql.shuffle.partitions": "4",
+        "spark.sql.codegen.wholeStage": "true",
+        "spark.sql.codegen.factoryMode": "FALLBACK",
     }
     assert C1_ONLY in tuning.java_options
     assert tuning.steps_at_once == STEPS_AT_ONCE
