@@ -56,17 +56,8 @@ from _live import (
 from playwright.sync_api import sync_playwright
 
 from coordinator_engine.client import ConsumerConfig
+from tests.chromium import launch_chromium
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 GROUP = "bench"
 TOPICS = 5
 SLICES = 10  # members poll in ten staggered slices
@@ -216,7 +207,7 @@ def main() -> None:
         print(f"{args.members} members Stable after {time.monotonic() - started:.1f} s")
 
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = launch_chromium(p)
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             page.goto(f"http://127.0.0.1:{server.port}/groups/{GROUP}/")
             page.wait_for_function(

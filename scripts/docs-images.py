@@ -18,9 +18,11 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.chromium import launch_chromium  # noqa: E402 (the browser tests' Chromium)
+
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 IMAGES = ROOT / "docs" / "images"
-CHROMIUM = "/usr/bin/chromium"
 
 #: image -> (the test that takes the screenshot, the screenshot, the height kept at 1280 px wide)
 PICTURES = {
@@ -46,7 +48,7 @@ def main() -> int:
         return ran.returncode
     IMAGES.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        browser = launch_chromium(playwright)
         for name, (_, screenshot, height) in PICTURES.items():
             page = browser.new_page(viewport={"width": WIDTH, "height": height})
             data = base64.b64encode((ARTIFACTS / screenshot).read_bytes()).decode()

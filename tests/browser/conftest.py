@@ -18,20 +18,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
+from tests.chromium import ChromiumMissing, launch_chromium
 from tests.live_server import ROOT, LiveServer
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-# Chromium as root in a sandbox-less container, with nothing reaching out to the network.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 STAFF = ("staff", "staff-password-1")
 VIEWER = ("viewer", "viewer-password-1")
 
@@ -73,15 +63,16 @@ def serving(tmp_path: Path, closed_port: int, **settings: str) -> Iterator[LiveS
 # while it is started, and the other test directories run their own loops afterwards.
 @pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make system` installs Debian's chromium")
     with sync_playwright() as p:
         yield p
 
 
 @pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
-    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    try:
+        browser = launch_chromium(playwright)
+    except ChromiumMissing as missing:
+        pytest.fail(str(missing))
     yield browser
     browser.close()
 
