@@ -8,12 +8,22 @@ the wire or the page rather than the database."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
+
 import pytest
 from django.conf import settings
 
 from tests.live_server import closed_port, redis_server
+from webapp.runtime.database import close_connections
 
-__all__ = ["closed_port", "pytest_collection_modifyitems", "pytest_report_header", "redis_server"]
+__all__ = [
+    "closed_port",
+    "django_db_setup",
+    "pytest_collection_modifyitems",
+    "pytest_report_header",
+    "redis_server",
+]
 
 #: pytest-django's fixtures that open the test database; every fixture that uses the database
 #: requests one of them (``runtime`` does), and ``item.fixturenames`` holds them all.
@@ -37,3 +47,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_report_header() -> str:
     database = settings.DATABASES["default"]
     return f"database: {database['ENGINE'].rpartition('.')[2]} {database['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None) -> Iterator[None]:
+    """pytest-django's, with asgiref's database thread's connections closed before it drops the
+    test database. An async test that reaches the database through ``sync_to_async`` (rather
+    than through a runtime, which closes them as it stops) leaves a connection open in that
+    thread, which outlives the test; PostgreSQL drops no database a session is connected to,
+    so the run would end warning that the database "is being accessed by other users"."""
+    yield
+    asyncio.run(close_connections())
