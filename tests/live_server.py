@@ -42,7 +42,7 @@ from psycopg.rows import dict_row
 from psycopg.types.string import TextLoader
 from websockets.sync.client import ClientConnection, connect
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.live_server import ROOT
+from tests import ROOT
 
 pytestmark = pytest.mark.database
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import ROOT
+
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: A Markdown link or picture: [text](target) or ![alt](target), the target without spaces.
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
+from tests import ROOT
 from tests.chromium import ChromiumMissing, launch_chromium
-from tests.live_server import ROOT, LiveServer
+from tests.live_server import LiveServer
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 STAFF = ("staff", "staff-password-1")

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.live_server import ROOT, LiveServer
+from tests import ROOT
+from tests.live_server import LiveServer
 from webapp.simulation.history import generate_history
 
 pytestmark = pytest.mark.slow

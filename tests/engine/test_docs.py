@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +14,7 @@ from coordinator_engine.client.consumer_state import (
 from coordinator_engine.client.state import TRANSITIONS as MEMBER_TRANSITIONS
 from coordinator_engine.consumer.state import TRANSITIONS as CONSUMER_TRANSITIONS
 from coordinator_engine.handoff.state import TRANSITIONS as HANDOFF_TRANSITIONS
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
 
 #: The state tables of docs/engine.md, by the marker around each: the code's table, and whether
 #: the section draws it too (a Mermaid ``stateDiagram-v2`` above the table).

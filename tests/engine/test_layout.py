@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.imports import ROOT, imported_modules, module_name
+from tests import ROOT
+from tests.imports import imported_modules, module_name
 
 ENGINE = ROOT / "coordinator_engine"
 #: The group kinds' packages.

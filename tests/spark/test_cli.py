@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
 
 
 def spark_tasks(*args: str | Path, module: bool = True) -> subprocess.CompletedProcess[str]:

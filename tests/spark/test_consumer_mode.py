@@ -8,7 +8,6 @@ timeout, and a second epoch bump before the first was reconciled."""
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -26,6 +25,7 @@ from coordinator_engine import (
 from coordinator_engine.events import ConsumerStaticMemberLeft, GroupEvent
 from spark_tasks.rebalance_report import report_tables
 from spark_tasks.schema import row_of
+from tests import ROOT
 
 from .scenarios import (
     EMPTY,
@@ -37,7 +37,6 @@ from .scenarios import (
     state,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "t"
 GROUP = "c"
 REBALANCE_TIMEOUT = 5_000

@@ -33,9 +33,8 @@ from spark_tasks.tuning import (
     tuning_for,
     tuning_for_history,
 )
+from tests import ROOT
 from webapp.simulation.history import generate_history
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: The compiled report's settings: Spark's own code generation and adaptive execution, over two
 #: shuffle partitions (Spark's 200 would only slow a 5,000-event report on local[1]). They are

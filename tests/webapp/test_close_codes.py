@@ -20,7 +20,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from tests.live_server import ROOT, LiveServer, wait_for
+from tests import ROOT
+from tests.live_server import LiveServer, wait_for
 from webapp.sockets import (
     CLOSE_FOREIGN_ORIGIN,
     CLOSE_LOGIN_REQUIRED,

@@ -11,7 +11,6 @@ import json
 import re
 import types
 import typing
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,12 +18,12 @@ from channels.layers import get_channel_layer
 
 import coordinator_engine
 from coordinator_engine import cluster
+from tests import ROOT
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 from webapp.transports.websocket.codec import APIS, to_json
 
 from .helpers import Client
 
-ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
 
 REQUEST_OBJECTS = [

@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.live_server import ROOT, LiveServer, RedisServer, wait_for
+from tests import ROOT
+from tests.live_server import LiveServer, RedisServer, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,8 @@ import ast
 
 import pytest
 
-from tests.imports import ROOT, imported_modules
+from tests import ROOT
+from tests.imports import imported_modules
 
 WEBAPP = ROOT / "webapp"
 

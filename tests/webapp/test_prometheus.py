@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from websockets.sync.client import ClientConnection
 
-from tests.live_server import ROOT, LiveServer, on_a_free_port, wait_for
+from tests import ROOT
+from tests.live_server import LiveServer, on_a_free_port, wait_for
 from tests.webapp.dashboard.test_metrics import exprs
 from tests.webapp.helpers import assignment, subscription
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.live_server import ROOT, LiveServer
+from tests import ROOT
+from tests.live_server import LiveServer
 
 
 @pytest.fixture

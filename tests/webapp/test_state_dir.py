@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.live_server import ROOT, RedisServer, wait_for
+from tests import ROOT
+from tests.live_server import RedisServer, wait_for
 
 pytestmark = pytest.mark.slow
 

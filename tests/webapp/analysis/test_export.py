@@ -31,11 +31,10 @@ from coordinator_engine.events import (
     StaticMemberReplaced,
 )
 from spark_tasks.schema import HISTORY_SCHEMA
+from tests import ROOT
 from webapp.analysis import export
 from webapp.analysis.export import ExportResult, HistoryDirError, export_history
 from webapp.models import GroupEvent as StoredEvent
-
-ROOT = Path(__file__).resolve().parents[3]
 
 # 2026-03-02 23:59:59.500 UTC, half a second before midnight.
 EVENING = 1_772_495_999_500

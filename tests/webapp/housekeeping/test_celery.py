@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from tests.live_server import ROOT, LiveServer, RedisServer, wait_for
+from tests import ROOT
+from tests.live_server import LiveServer, RedisServer, wait_for
 
 # database: the schedules, task results and report runs are rows of the server's database.
 pytestmark = [pytest.mark.slow, pytest.mark.database]

@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
-from tests.live_server import ROOT, LiveServer, RedisServer, wait_for
+from tests import ROOT
+from tests.live_server import LiveServer, RedisServer, wait_for
 from webapp.dashboard.metrics import parse_counts
 
 from .test_celery import every_second

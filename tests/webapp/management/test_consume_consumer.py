@@ -18,7 +18,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tests.live_server import ROOT, LiveServer, wait_for
+from tests import ROOT
+from tests.live_server import LiveServer, wait_for
 
 from .test_consume_handoff import HandoffConsumer, offsets
 

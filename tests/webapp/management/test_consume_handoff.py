@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.live_server import ROOT, LiveServer, wait_for
+from tests import ROOT
+from tests.live_server import LiveServer, wait_for
 
 GROUP = "stock-handoff"
 TOPIC = "stock"

@@ -28,6 +28,7 @@ from coordinator_engine import GroupCoordinator, SqliteLog
 from coordinator_engine.client import CLOSE_REASON
 from coordinator_engine.events import CONSUMER_EVENT_TYPES, HANDOFF_EVENT_TYPES
 from spark_tasks.schema import HISTORY_SCHEMA, table_of
+from tests import ROOT
 from tests.spark.consumer_churn import consumer_churn
 from webapp.analysis.export import HistoryDirError
 from webapp.simulation.history import (
@@ -38,7 +39,6 @@ from webapp.simulation.history import (
 )
 from webapp.simulation.history.rows import HistoryRows
 
-ROOT = Path(__file__).resolve().parents[3]
 EVENTS = 25_000
 EVENT_TYPES = {
     "StateChanged",
