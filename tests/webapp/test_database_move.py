@@ -5,9 +5,12 @@ test's second pass, which is the move the docs describe."""
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +53,8 @@ AdminAction.objects.create(user=staff, username="staff", action="reset_offsets",
                            result="reset 4 partitions")
 ReportRun.objects.create(status="succeeded", trigger="staff", events_total=5,
                          progress={"phase": "done"}, summary={"groups": 1},
-                         finished_at=datetime.datetime(2026, 3, 2, tzinfo=datetime.UTC))
+                         finished_at=datetime.datetime(2026, 3, 2, 0, 0, 0, 500,
+                                                       tzinfo=datetime.UTC))
 TaskResult.objects.create(task_id="t-1", task_name="housekeeping.expire_offsets",
                           status="SUCCESS", result='{"offsets_expired": 0}')
 task = PeriodicTask.objects.get(task="housekeeping.compact_log")
@@ -58,6 +62,9 @@ task.interval, _ = IntervalSchedule.objects.get_or_create(every=30, period="minu
 task.save()
 """
 
+
+#: A date and time as dumpdata writes it (DjangoJSONEncoder: to the millisecond, UTC).
+DUMPED_INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z")
 
 #: A row more in each table with an id of its own sequence.
 MORE_ROWS = """
@@ -78,12 +85,27 @@ TaskResult.objects.create(task_id="t-2", task_name="housekeeping.compact_log")
 CHANGED_AT = "django_celery_beat.periodictasks"
 
 
-def dumped(server: LiveServer, path: Path) -> list[dict[str, object]]:
-    """The rows ``DUMP`` writes, but the changed-at row (there must be one)."""
+def dumped(server: LiveServer, path: Path) -> list[dict[str, Any]]:
+    """The rows ``DUMP`` writes, but the changed-at row (there must be one), their dates and
+    times as instants."""
     server.manage(*DUMP, "--output", str(path))
-    rows: list[dict[str, object]] = json.loads(path.read_text(encoding="utf-8"))
+    rows: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
     assert [row["pk"] for row in rows if row["model"] == CHANGED_AT] == [1]
-    return [row for row in rows if row["model"] != CHANGED_AT]
+    return [
+        {**row, "fields": {name: instant(value) for name, value in row["fields"].items()}}
+        for row in rows
+        if row["model"] != CHANGED_AT
+    ]
+
+
+def instant(value: object) -> object:
+    """A dumped date and time as the instant it names, anything else as it is. dumpdata cuts a
+    time to the millisecond, so one less than a millisecond past the second (the report run's
+    ``finished_at`` above; a time a row took, one in a thousand) is dumped as ``.000Z``, loaded
+    as a whole second, and dumped again as ``Z``: the same instant, another string."""
+    if isinstance(value, str) and DUMPED_INSTANT.fullmatch(value):
+        return datetime.datetime.fromisoformat(value)
+    return value
 
 
 @pytest.mark.database
