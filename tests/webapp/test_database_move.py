@@ -101,8 +101,9 @@ def dumped(server: LiveServer, path: Path) -> list[dict[str, Any]]:
 def instant(value: object) -> object:
     """A dumped date and time as the instant it names, anything else as it is. dumpdata cuts a
     time to the millisecond, so one less than a millisecond past the second (the report run's
-    ``finished_at`` above; a time a row took, one in a thousand) is dumped as ``.000Z``, loaded
-    as a whole second, and dumped again as ``Z``: the same instant, another string."""
+    ``finished_at`` above; one in a thousand of the times stamped as rows are written) is
+    dumped as ``.000Z``, loaded as a whole second, and dumped again as ``Z``: the same instant,
+    another string."""
     if isinstance(value, str) and DUMPED_INSTANT.fullmatch(value):
         return datetime.datetime.fromisoformat(value)
     return value
