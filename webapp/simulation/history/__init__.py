@@ -72,12 +72,13 @@ replaces it without a rebalance, StaticMemberReplaced); an admin triggers a reba
 partitions at random times (three times a day over the catalogue); every member of a group that
 subscribes notices at its next metadata refresh (within ``metadata.max.age.ms``, five minutes) and
 asks to rejoin; the first to poll starts the rebalance. The daily applications shut down every
-evening (dynamic members leave, static ones stop and an admin removes them); then an admin does one
-of ``NIGHTLY_CHORES``: delete the offsets of one topic or of all (OffsetDelete; the latter removes
-the group), delete the group (DeleteGroups), or nothing, and when the next start is more than a day
-away ``cleanup`` (run every ``offsets.retention.check.interval.ms``) expires the group. The
-offsets-only job commits with generation -1 for a few hours a day, and its offsets expire between
-runs.
+evening (dynamic members leave, static ones stop and an admin removes them); then an admin does the
+next of ``NIGHTLY_CHORES`` (each application starts at its own, so that the two with members do all
+four in their first two nights): delete the offsets of one topic or of all (OffsetDelete; the latter
+removes the group), delete the group (DeleteGroups), or nothing, and when the next start is more
+than a day away ``cleanup`` (run every ``offsets.retention.check.interval.ms``) expires the group.
+The offsets-only job commits with generation -1 for a few hours a day, and its offsets expire
+between runs.
 
 **Pace.** The history starts at ``START_MS`` (2026-03-02 00:00 UTC) and spreads over about
 ``SPAN_MS`` (four days) whatever ``events`` is: each coordinator has a share of ``events`` in

@@ -49,6 +49,8 @@ class GroupSpec:
     static_session_timeout_ms: the static members' session timeout (long, so that a restart
         goes unnoticed, KIP-345).
     daily: it runs by day: shut down every evening, started again 10 to 40 hours later.
+    first_chore: a daily application's first night's chore, an index into
+        ``churn.NIGHTLY_CHORES``; each night takes the next, in turn.
     handoff: its group is a handoff group (docs/engine.md, "Handoff groups"): its
         members speak HandoffHeartbeat, the coordinator plans the assignment and moves each
         partition by a confirmed close, then a start (no assignors, no static members).
@@ -68,6 +70,7 @@ class GroupSpec:
     max_poll_interval_ms: int = 5 * MINUTE_MS
     static_session_timeout_ms: int = 2 * MINUTE_MS
     daily: bool = False
+    first_chore: int = 0
     handoff: bool = False
     consumer: bool = False
 
@@ -178,6 +181,7 @@ GROUPS: tuple[GroupSpec, ...] = (
         topics=("orders", "payments"),
         dynamic=(2, 4),
         daily=True,
+        first_chore=0,  # two nights at least: the offsets of one topic, then all
     ),
     GroupSpec(
         group_id="etl-coop",
@@ -186,6 +190,7 @@ GROUPS: tuple[GroupSpec, ...] = (
         dynamic=(1, 2),
         static=2,
         daily=True,
+        first_chore=2,  # and here the group deleted, then left be: every chore in four nights
     ),
     GroupSpec(group_id="backfill-offsets", assignors=(), topics=("backfill",), daily=True),
     # Seed 004's handoff mode on the workloads of orders-range (eager) and inventory-coop

@@ -35,7 +35,8 @@ from .host import Run
 from .members import ConsumerMember, HandoffMember, Member, PollingMember, consumed_offset
 from .summary import GroupSummary
 
-#: What an admin does with a daily application's emptied group, one a night, in turn.
+#: What an admin does with a daily application's emptied group, one a night, in turn from
+#: its ``GroupSpec.first_chore``.
 NIGHTLY_CHORES = (
     "delete one topic's offsets",
     "delete all offsets",
@@ -67,7 +68,7 @@ class GroupRun:
         self.up = False
         self.started = 0
         self.restarting: set[str] = set()
-        self.chores: list[str] = []
+        self.nights = 0
         self.last_generation = 0
         self.static_ids = tuple(f"{spec.group_id}-static-{n}" for n in range(spec.static))
         self.summary = GroupSummary(
@@ -152,18 +153,16 @@ class GroupRun:
         run.at(run.now + run.rng.randrange(10 * HOUR_MS, 40 * HOUR_MS), self.startup)
 
     def tidy_up(self, _: Any = None) -> None:
-        """The admin's night, one of ``NIGHTLY_CHORES`` in turn (shuffled each round): delete
-        the offsets of one topic the emptied group has offsets for, or of all of them (which
-        removes the group, KIP-496), or delete the group (DeleteGroups), or leave it be (its
-        offsets expire if it stays down for a day)."""
+        """The admin's night, one of ``NIGHTLY_CHORES`` in turn: delete the offsets of one
+        topic the emptied group has offsets for, or of all of them (which removes the group,
+        KIP-496), or delete the group (DeleteGroups), or leave it be (its offsets expire if it
+        stays down for a day)."""
         run = self.run
         if run.draining or self.up:
             return
         rng = run.rng
-        if not self.chores:
-            self.chores = list(NIGHTLY_CHORES)
-            rng.shuffle(self.chores)
-        chore = self.chores.pop()
+        chore = NIGHTLY_CHORES[(self.spec.first_chore + self.nights) % len(NIGHTLY_CHORES)]
+        self.nights += 1
         group_id = self.spec.group_id
         topics = sorted({topic for topic, _ in run.coordinator.committed_offsets(group_id)})
         if chore in ("delete one topic's offsets", "delete all offsets") and topics:
