@@ -64,8 +64,9 @@ consumer-protocol groups on the workloads of some of them (docs/analysis.md has 
 process picks a group and one action at a time: a member joins; a dynamic member leaves
 (LeaveGroup); a member crashes (no LeaveGroup; the engine notices on its session timeout, or at the
 end of a join phase or sync that it missed); a member is too slow (its processing outlasts
-``max.poll.interval.ms``: a dynamic one leaves with Kafka's poll-timeout reason, a static one sends
-nothing, and both join again when the processing ends); a static member restarts (it comes back with
+``max.poll.interval.ms``, which runs out that long after the poll that fetched the batch: a dynamic
+one leaves with Kafka's poll-timeout reason, a static one sends nothing, and both join again when
+the processing ends); a static member restarts (it comes back with
 the same ``group.instance.id`` and a new member id, mostly within its session timeout: the engine
 replaces it without a rebalance, StaticMemberReplaced); an admin triggers a rebalance
 (``trigger_rebalance``) or removes a static member (LeaveGroup by instance id). Topics gain

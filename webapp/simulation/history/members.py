@@ -339,6 +339,14 @@ class PollingMember(Process):
         if wake is not None and wake != self.due:
             self.wake_at(wake)
 
+    def stall(self, duration_ms: int) -> None:
+        """The batch it is stuck on came from a poll just now, so its poll timer runs out
+        ``max.poll.interval.ms`` after the stall begins (KIP-62), not after whichever poll the
+        client last heard of (a rejoin waiting for a poll still waits for the stall's end)."""
+        if not self.client.awaiting_poll:
+            self.poll(self.run.now)
+        super().stall(duration_ms)
+
     def unstall(self, token: int) -> None:
         if self.alive and token == self.stalled_until:
             self.stalled_until = 0
