@@ -936,8 +936,12 @@ def report_tables(
         .transform(with_storms, storm_count, storm_window_ms)
         .select(*_REBALANCE_COLUMNS),
     )
-    group_protocols = complete.groupBy("group_id").agg(
-        F.max_by("rebalance_protocol", "rebalance_id").alias("rebalance_protocol")
+    # A group's protocol: its last rebalance's that has one (a last rebalance no generation
+    # named a protocol for, ended Empty, does not make the group's unknown).
+    group_protocols = (
+        complete.where(F.col("rebalance_protocol").isNotNull())
+        .groupBy("group_id")
+        .agg(F.max_by("rebalance_protocol", "rebalance_id").alias("rebalance_protocol"))
     )
     duplicates = materialize(
         "duplicate_consumption", duplicate_windows(history, holdings, group_protocols)

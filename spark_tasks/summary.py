@@ -83,13 +83,23 @@ def compare_rebalances(
     )
     if duplicates is None:
         return figures
-    windows = duplicates.groupBy(*keys).agg(*duplicate_figures())
-    return figures.join(windows, list(keys), "left").withColumns(
-        {
-            "duplicate_windows": F.coalesce("duplicate_windows", F.lit(0)),
-            "duplicate_window_s": F.coalesce("duplicate_window_s", F.lit(0.0)),
-            "duplicate_records": F.coalesce("duplicate_records", F.lit(0)),
-        }
+    windows = (
+        duplicates.groupBy(*keys)
+        .agg(*duplicate_figures())
+        .withColumnsRenamed({key: f"_windows_{key}" for key in keys})
+    )
+    # Null-safe: the windows of a group whose protocol is unknown (null) count for that row.
+    matched = [F.col(key).eqNullSafe(F.col(f"_windows_{key}")) for key in keys]
+    return (
+        figures.join(windows, matched, "left")
+        .drop(*(f"_windows_{key}" for key in keys))
+        .withColumns(
+            {
+                "duplicate_windows": F.coalesce("duplicate_windows", F.lit(0)),
+                "duplicate_window_s": F.coalesce("duplicate_window_s", F.lit(0.0)),
+                "duplicate_records": F.coalesce("duplicate_records", F.lit(0)),
+            }
+        )
     )
 
 

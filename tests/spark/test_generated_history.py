@@ -244,7 +244,11 @@ def test_the_four_modes_are_compared_on_the_same_workload(
         for group_id in workload:
             assert groups[group_id].crashes > 0, group_id
             assert summary["groups"][group_id]["rebalances"] > 0, group_id
-    assert set(summary["protocols"]) == {"eager", "cooperative", "handoff", "consumer"}
+    modes = {"eager", "cooperative", "handoff", "consumer"}
+    # Besides the four, only rebalances no generation named a protocol for: a member that
+    # joined an Empty group and died before its sync leaves it Empty again, never completed.
+    assert modes <= set(summary["protocols"]) <= modes | {"unknown"}
+    assert summary["protocols"].get("unknown", {"completed": 0})["completed"] == 0
     for mode in ("eager", "cooperative", "handoff", "consumer"):
         figures = summary["protocols"][mode]
         assert figures["completed"] > 0, mode

@@ -22,7 +22,18 @@ from coordinator_engine.events import GroupEvent, MemberRemoved, OffsetsCommitte
 from coordinator_engine.requests import HandoffHeartbeatRequest
 from spark_tasks.rebalance_report import report_tables
 
-from .scenarios import COMPLETING, PREPARING, STABLE, T0, History, generation, joined, state, stored
+from .scenarios import (
+    COMPLETING,
+    EMPTY,
+    PREPARING,
+    STABLE,
+    T0,
+    History,
+    generation,
+    joined,
+    state,
+    stored,
+)
 
 SESSION = 10_000
 TOPIC = "t"
@@ -257,3 +268,58 @@ def test_the_summary_compares_the_three_modes(spark: SparkSession, tmp_path: Any
     assert summary["groups"]["h"]["duplicate_records"] == 66
     assert summary["totals"]["duplicate_windows"] == 2
     assert "duplicate_consumption" in summary["tables"]
+
+
+def test_windows_count_for_their_groups_protocol_and_unknown_ones_for_unknown(
+    spark: SparkSession, tmp_path: Any
+) -> None:
+    """A group's windows go to its last rebalance's protocol that is known: g's last rebalance
+    names none (b joined the emptied group and died before its sync), yet g is eager. Those of
+    a group whose protocol is unknown (k's history starts after its last generation began)
+    count for `unknown`, so the modes' windows add up to the total."""
+    from spark_tasks.rebalance_report import run
+
+    history = History()
+    history.add(
+        joined("g", 0, "a"),
+        state("g", 0, EMPTY, PREPARING),
+        state("g", 10, PREPARING, COMPLETING),
+        generation("g", 10, 1, ["a"], join_started=0),
+        state("g", 20, COMPLETING, STABLE),
+        stored("g", 20, 1, {"a": [("orders", 0)]}),
+        stored("k", 20, 7, {"x": [("orders", 1)]}),
+        # a's session expires while it holds orders-0: a window; the group empties.
+        removal("g", 40_000, "a", "session_timeout", None),
+        state("g", 40_000, STABLE, PREPARING),
+        state("g", 40_000, PREPARING, EMPTY),
+        generation("g", 40_000, 2, [], join_started=40_000),
+        # So does x's, in a group whose generations lie before the history.
+        removal("k", 40_000, "x", "session_timeout", None),
+        state("k", 40_000, STABLE, PREPARING),
+        state("k", 40_000, PREPARING, EMPTY),
+        generation("k", 40_000, 8, [], join_started=40_000),
+        joined("g", 60_000, "b"),
+        state("g", 60_000, EMPTY, PREPARING),
+        state("g", 60_010, PREPARING, COMPLETING),
+        generation("g", 60_010, 3, ["b"], join_started=60_000),
+        removal("g", 90_010, "b", "sync_timeout", None),
+        state("g", 90_010, COMPLETING, PREPARING),
+        state("g", 90_010, PREPARING, EMPTY),
+        generation("g", 90_010, 4, [], join_started=90_010),
+    )
+    summary = run(spark, history.write(tmp_path / "history"), tmp_path / "report")
+    rebalances = spark.read.parquet(str(tmp_path / "report" / "rebalances"))
+    assert [
+        (r.group_id, r.rebalance_protocol)
+        for r in rebalances.orderBy("group_id", "rebalance_id").collect()
+    ] == [("g", "eager"), ("g", "eager"), ("g", None), ("k", None)]
+    windows = spark.read.parquet(str(tmp_path / "report" / "duplicate_consumption"))
+    assert sorted(
+        (w.group_id, w.member_id, w.partition, w.rebalance_protocol) for w in windows.collect()
+    ) == [("g", "a", 0, "eager"), ("k", "x", 1, None)]
+    protocols = summary["protocols"]
+    assert set(protocols) == {"eager", "unknown"}
+    assert protocols["eager"]["duplicate_windows"] == 1
+    assert protocols["unknown"]["duplicate_windows"] == 1
+    assert protocols["unknown"]["completed"] == 0
+    assert summary["totals"]["duplicate_windows"] == 2
