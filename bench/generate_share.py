@@ -1,7 +1,7 @@
 """Benchmark: where generate_history's CPU goes: the engine's share, and the clients'.
 
     .venv/bin/python bench/generate_share.py [--events N] [--seed S] [--clients]
-        [--peer DIR [--repeat R]] [--classic-catalogue]
+        [--peer DIR [--repeat R | --instructions]] [--classic-catalogue]
 
 ``manage.py generate_history`` drives the real engine (``GroupCoordinator``) with the library's
 consumer clients (``GroupClient``, ``HandoffClient``, ``ConsumerClient``) in virtual time. Its
@@ -30,6 +30,13 @@ time per run, their events per second of CPU (median) and the ratio. ``--classic
 runs only the applications a catalogue from before the consumer protocol (KIP-848) had: the
 fourteen classic and handoff ones, the same workload in both trees, where the full catalogue
 would give a tree with consumer-protocol groups a heavier history.
+
+``--instructions`` (with ``--peer``) counts instead of timing: each tree's run under valgrind's
+callgrind (``valgrind`` must be installed), which counts the instructions a run executes, the
+same for the same run whatever else the machine is doing, where CPU seconds on a shared machine
+vary by a fifth from run to run. Each tree runs twice, with ``--events`` and with none (its
+imports only), the two trees side by side; the difference, per event, is the figure compared.
+Under callgrind a run is about fifty times slower: 5,000 events is a good size.
 """
 
 from __future__ import annotations
@@ -37,10 +44,14 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -128,9 +139,11 @@ def keep_classic_catalogue() -> None:
 
 
 def plain_run(events: int, seed: int) -> dict[str, Any]:
-    """One generation with no timers: its events, CPU and wall time."""
+    """One generation with no timers: its events, CPU and wall time (none: the imports only)."""
     from webapp.simulation.history import generate_history
 
+    if events == 0:
+        return {"events": 0, "cpu_s": time.process_time(), "wall_s": 0.0}
     with tempfile.TemporaryDirectory(prefix="generate-share-") as scratch:
         cpu_before, wall_before = time.process_time(), time.perf_counter()
         generated = generate_history(Path(scratch) / "history", events, seed=seed, jobs=1)
@@ -138,19 +151,85 @@ def plain_run(events: int, seed: int) -> dict[str, Any]:
     return {"events": generated.events, "cpu_s": cpu, "wall_s": wall}
 
 
-def run_in(tree: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """``plain_run`` in a fresh process whose imports come from ``tree``."""
+def plain_command(tree: Path, args: argparse.Namespace, events: int) -> list[str]:
+    """The command of a ``plain_run`` in a fresh process whose imports come from ``tree``."""
     command = [
         sys.executable,
         str(Path(__file__).resolve()),
         f"--one={tree}",
-        f"--events={args.events}",
+        f"--events={events}",
         f"--seed={args.seed}",
     ]
     if args.classic_catalogue:
         command.append("--classic-catalogue")
-    result: dict[str, Any] = run_json(command, tree)
+    return command
+
+
+def run_in(tree: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``plain_run`` in a fresh process whose imports come from ``tree``."""
+    result: dict[str, Any] = run_json(plain_command(tree, args, args.events), tree)
     return result
+
+
+def instructions_in(tree: Path, args: argparse.Namespace, events: int) -> dict[str, int]:
+    """The events and the instructions of one ``plain_run`` in ``tree``, counted by callgrind
+    (the process's start and imports included)."""
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            *plain_command(tree, args, events),
+        ],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    counted = re.search(r"Collected : (\d+)", done.stderr)
+    if counted is None:
+        raise RuntimeError(f"callgrind counted nothing in {tree}:\n{done.stderr[-2000:]}")
+    generated = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"events": generated["events"], "instructions": int(counted.group(1))}
+
+
+def counted_side_by_side(args: argparse.Namespace) -> int:
+    """``--peer --instructions``: each tree's instructions per event, and the ratio."""
+    trees = {"this": Path(__file__).resolve().parents[1], "peer": args.peer.resolve()}
+    runs = [(name, events) for name in trees for events in (args.events, 0)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        counted = dict(
+            zip(
+                runs,
+                pool.map(lambda run: instructions_in(trees[run[0]], args, run[1]), runs),
+                strict=True,
+            )
+        )
+    catalogue = "classic and handoff applications only" if args.classic_catalogue else "full"
+    print(f"\ngenerate_history, {args.events:,} events asked, seed {args.seed}, one process,")
+    print(f"catalogue: {catalogue}; instructions counted by callgrind\n")
+    print("| tree | events | instructions | imports only | per event |")
+    print("|---|---|---|---|---|")
+    figures: dict[str, Any] = {}
+    for name, tree in trees.items():
+        run, imports = counted[(name, args.events)], counted[(name, 0)]
+        per_event = (run["instructions"] - imports["instructions"]) / run["events"]
+        figures[name] = {
+            "tree": str(tree),
+            "events": run["events"],
+            "instructions": run["instructions"],
+            "imports_instructions": imports["instructions"],
+            "instructions_per_event": per_event,
+        }
+        print(
+            f"| {name} | {run['events']:,} | {run['instructions'] / 1e9:.2f} billion"
+            f" | {imports['instructions'] / 1e9:.2f} billion | {per_event:,.0f} |"
+        )
+    ratio = figures["peer"]["instructions_per_event"] / figures["this"]["instructions_per_event"]
+    figures["this_over_peer"] = ratio
+    print(f"\nthis / peer (speed, by instructions per event): {ratio:.2f}")
+    print(json.dumps(figures))
+    return 0
 
 
 def side_by_side(args: argparse.Namespace) -> int:
@@ -207,6 +286,11 @@ def main() -> int:
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs per tree with --peer (3)")
     parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="with --peer: count each tree's instructions per event (callgrind) instead of timing",
+    )
+    parser.add_argument(
         "--classic-catalogue",
         action="store_true",
         help="only the classic and handoff applications (an older catalogue's workload)",
@@ -217,13 +301,19 @@ def main() -> int:
         sys.path.insert(0, str(args.one))  # its imports come from that tree
     if args.peer is not None and args.clients:
         parser.error("--clients times the calls of one run: it does not go with --peer")
+    if args.instructions and args.peer is None:
+        parser.error("--instructions compares two trees: give the other with --peer")
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind (apt-get install valgrind)")
+    if args.events < 1 and args.one is None:
+        parser.error(f"--events must be at least 1, got {args.events}")
     if args.classic_catalogue:
         keep_classic_catalogue()
     if args.one is not None:
         print(json.dumps(plain_run(args.events, args.seed)))
         return 0
     if args.peer is not None:
-        return side_by_side(args)
+        return counted_side_by_side(args) if args.instructions else side_by_side(args)
 
     from coordinator_engine import coordinator
     from coordinator_engine.client import ConsumerClient, GroupClient, HandoffClient
