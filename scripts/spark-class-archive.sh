@@ -11,7 +11,7 @@ python=.venv/bin/python
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$python" -c 'import sys; from webapp.simulation.history import generate_history
-generate_history(sys.argv[1], 5000, seed=0, jobs=1)' "$work/history"
+generate_history(sys.argv[1], 5000, seed=0, jobs=2)' "$work/history"
 # PySpark's launcher adds SPARK_SUBMIT_OPTS to the driver JVM's options. The JVM writes the
 # archive after the Python process has ended: the pipe is read to its end, which comes when the
 # JVM (which shares it) has exited too.
