@@ -193,9 +193,30 @@ def instructions_in(tree: Path, args: argparse.Namespace, events: int) -> dict[s
     return {"events": generated["events"], "instructions": int(counted.group(1))}
 
 
+def compared_trees(args: argparse.Namespace) -> dict[str, Path]:
+    """This checkout and ``--peer``'s, by the names the tables give them."""
+    return {"this": Path(__file__).resolve().parents[1], "peer": args.peer.resolve()}
+
+
+def print_heading(args: argparse.Namespace, measured: str) -> None:
+    """What both trees ran, and how it was ``measured``."""
+    catalogue = "classic and handoff applications only" if args.classic_catalogue else "full"
+    print(f"\ngenerate_history, {args.events:,} events asked, seed {args.seed}, one process,")
+    print(f"catalogue: {catalogue}; {measured}\n")
+
+
+def print_ratio(figures: dict[str, Any], ratio: float, by: str) -> int:
+    """The last lines: the ratio of this tree's speed to the peer's, and every figure as JSON
+    (``this_over_peer`` added); the exit status."""
+    figures["this_over_peer"] = ratio
+    print(f"\nthis / peer ({by}): {ratio:.2f}")
+    print(json.dumps(figures))
+    return 0
+
+
 def counted_side_by_side(args: argparse.Namespace) -> int:
     """``--peer --instructions``: each tree's instructions per event, and the ratio."""
-    trees = {"this": Path(__file__).resolve().parents[1], "peer": args.peer.resolve()}
+    trees = compared_trees(args)
     runs = [(name, events) for name in trees for events in (args.events, 0)]
     with ThreadPoolExecutor(max_workers=2) as pool:
         counted = dict(
@@ -205,9 +226,7 @@ def counted_side_by_side(args: argparse.Namespace) -> int:
                 strict=True,
             )
         )
-    catalogue = "classic and handoff applications only" if args.classic_catalogue else "full"
-    print(f"\ngenerate_history, {args.events:,} events asked, seed {args.seed}, one process,")
-    print(f"catalogue: {catalogue}; instructions counted by callgrind\n")
+    print_heading(args, "instructions counted by callgrind")
     print("| tree | events | instructions | imports only | per event |")
     print("|---|---|---|---|---|")
     figures: dict[str, Any] = {}
@@ -226,15 +245,12 @@ def counted_side_by_side(args: argparse.Namespace) -> int:
             f" | {imports['instructions'] / 1e9:.2f} billion | {per_event:,.0f} |"
         )
     ratio = figures["peer"]["instructions_per_event"] / figures["this"]["instructions_per_event"]
-    figures["this_over_peer"] = ratio
-    print(f"\nthis / peer (speed, by instructions per event): {ratio:.2f}")
-    print(json.dumps(figures))
-    return 0
+    return print_ratio(figures, ratio, "speed, by instructions per event")
 
 
 def side_by_side(args: argparse.Namespace) -> int:
     """``--peer``: whole runs of both trees, interleaved; events/s of CPU and the ratio."""
-    trees = {"this": Path(__file__).resolve().parents[1], "peer": args.peer.resolve()}
+    trees = compared_trees(args)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     for round_ in range(1, args.repeat + 1):
         for name, tree in trees.items():
@@ -246,9 +262,7 @@ def side_by_side(args: argparse.Namespace) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-    catalogue = "classic and handoff applications only" if args.classic_catalogue else "full"
-    print(f"\ngenerate_history, {args.events:,} events asked, seed {args.seed}, one process,")
-    print(f"catalogue: {catalogue}; {args.repeat} runs per tree, interleaved\n")
+    print_heading(args, f"{args.repeat} runs per tree, interleaved")
     print("| tree | events | CPU s per run | wall s per run | events/s of CPU (median) |")
     print("|---|---|---|---|---|")
     figures: dict[str, Any] = {}
@@ -266,10 +280,7 @@ def side_by_side(args: argparse.Namespace) -> int:
             f" {statistics.median(rates):,.0f} |"
         )
     ratio = figures["this"]["median_events_per_cpu_s"] / figures["peer"]["median_events_per_cpu_s"]
-    figures["this_over_peer"] = ratio
-    print(f"\nthis / peer (median events/s of CPU): {ratio:.2f}")
-    print(json.dumps(figures))
-    return 0
+    return print_ratio(figures, ratio, "median events/s of CPU")
 
 
 def main() -> int:
