@@ -66,10 +66,10 @@ process picks a group and one action at a time: a member joins; a dynamic member
 end of a join phase or sync that it missed); a member is too slow (its processing outlasts
 ``max.poll.interval.ms``, which runs out that long after the poll that fetched the batch: a dynamic
 one leaves with Kafka's poll-timeout reason, a static one sends nothing, and both join again when
-the processing ends); a static member restarts (it comes back with
-the same ``group.instance.id`` and a new member id, mostly within its session timeout: the engine
-replaces it without a rebalance, StaticMemberReplaced); an admin triggers a rebalance
-(``trigger_rebalance``) or removes a static member (LeaveGroup by instance id). Topics gain
+the processing ends); a static member restarts (it comes back with the same ``group.instance.id``
+and a new member id, mostly within its session timeout: the engine replaces it without a
+rebalance, StaticMemberReplaced); an admin triggers a rebalance (``trigger_rebalance``) or
+removes a static member (LeaveGroup by instance id). Topics gain
 partitions at random times (three times a day over the catalogue); every member of a group that
 subscribes notices at its next metadata refresh (within ``metadata.max.age.ms``, five minutes) and
 asks to rejoin; the first to poll starts the rebalance. The daily applications shut down every
