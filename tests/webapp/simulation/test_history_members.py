@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from coordinator_engine import partition_for
 from coordinator_engine.client import POLL_TIMEOUT_REASON
 from coordinator_engine.events import GroupEvent, MemberRemoved
 from webapp.simulation.history.catalogue import SECOND_MS, START_MS, GroupSpec
@@ -35,7 +36,7 @@ def run_of(spec: GroupSpec) -> tuple[CoordinatorRun, list[MemberRemoved]]:
         index=0,
         seed=0,
         groups=(spec,),
-        owned_partitions=frozenset(range(50)),
+        owned_partitions=frozenset({partition_for(spec.group_id)}),
         quota=1,
         partition_changes=(),
     )
