@@ -116,20 +116,47 @@ def owned(consumer: Consumer) -> set[tuple[str, int]]:
     return {(tp.topic, tp.partition) for tp in consumer.assignment()}
 
 
-def assignment_within(
-    members: list[Consumer], expected: set[tuple[str, int]], timeout_s: float = 20
+async def assignment_within(
+    listener: KafkaListener,
+    group: str,
+    members: list[Consumer],
+    expected: set[tuple[str, int]],
+    timeout_s: float = 20,
 ) -> list[set[tuple[str, int]]]:
     """Poll every member until their assignments are disjoint, cover ``expected`` and none is
-    empty; the assignments."""
+    empty, and the coordinator agrees the rebalance is over; the assignments.
+
+    Covering the partitions is not enough: while a member joins, an old member may have released
+    a partition the newcomer already holds before it releases the next (KIP-848 reconciles one
+    step at a time). So a consumer group must also be Stable, each member holding exactly what
+    the coordinator assigned it. A classic group's view holds its assignment as opaque bytes, so
+    for one the consumers' own view is all there is."""
     deadline = time.monotonic() + timeout_s
     while True:
-        for consumer in members:
-            consumer.poll(0.05)
-        held = [owned(c) for c in members]
+        held = await asyncio.to_thread(poll_all, members)
         if set().union(*held) == expected and sum(map(len, held)) == len(expected) and all(held):
-            return held
+            view = listener.runtime.group(group)
+            if not isinstance(view, ConsumerGroupView) or settled(view, held):
+                return held
         if time.monotonic() > deadline:
-            raise AssertionError(f"no complete assignment after {timeout_s} s: {held}")
+            raise AssertionError(f"no settled assignment after {timeout_s} s: {held}")
+
+
+def poll_all(members: list[Consumer]) -> list[set[tuple[str, int]]]:
+    """Poll each member once, briefly; what each holds then."""
+    for consumer in members:
+        consumer.poll(0.05)
+    return [owned(c) for c in members]
+
+
+def settled(view: ConsumerGroupView, held: list[set[tuple[str, int]]]) -> bool:
+    """Whether the group is Stable and its members hold what the coordinator assigned them."""
+    assigned = [
+        {(topic, p) for topic, ps in m.assigned.items() for p in ps} for m in view.members.values()
+    ]
+    return view.state.value == "Stable" and sorted(map(sorted, assigned)) == sorted(
+        map(sorted, held)
+    )
 
 
 def group_view(listener: KafkaListener, group: str) -> ConsumerGroupView:
@@ -148,7 +175,7 @@ async def test_two_members_join_consume_commit_and_read_their_commits_back(
     await kafka.runtime.create_topic(TOPIC, 6, produce_rate_per_s=50)
     first, _ = member(kafka, "g", "first", [TOPIC])
     second, _ = member(kafka, "g", "second", [TOPIC])
-    held = await asyncio.to_thread(assignment_within, [first, second], partitions(TOPIC, 6))
+    held = await assignment_within(kafka, "g", [first, second], partitions(TOPIC, 6))
     assert sorted(map(len, held)) == [3, 3]
     view = group_view(kafka, "g")
     assert view.state.value == "Stable" and len(view.members) == 2
@@ -183,13 +210,13 @@ async def test_a_member_joining_and_one_leaving_move_only_the_partitions_that_ch
     settings = {"group.remote.assignor": assignor}
     a, a_log = member(kafka, "moves", "a", [TOPIC], **settings)
     b, b_log = member(kafka, "moves", "b", [TOPIC], **settings)
-    before = await asyncio.to_thread(assignment_within, [a, b], partitions(TOPIC, 6))
+    before = await assignment_within(kafka, "moves", [a, b], partitions(TOPIC, 6))
     assert {m.server_assignor for m in group_view(kafka, "moves").members.values()} == {assignor}
     a_log.revoked.clear()
     b_log.revoked.clear()
 
     c, c_log = member(kafka, "moves", "c", [TOPIC], **settings)
-    after = await asyncio.to_thread(assignment_within, [a, b, c], partitions(TOPIC, 6))
+    after = await assignment_within(kafka, "moves", [a, b, c], partitions(TOPIC, 6))
     assert sorted(map(len, after)) == [2, 2, 2]
     # Only what moved was revoked (incremental callbacks), and nothing was lost.
     assert a_log.revoked_partitions() == before[0] - after[0]
@@ -203,7 +230,7 @@ async def test_a_member_joining_and_one_leaving_move_only_the_partitions_that_ch
     a_log.revoked.clear()
     b_log.revoked.clear()
     await asyncio.to_thread(c.close)
-    final = await asyncio.to_thread(assignment_within, [a, b], partitions(TOPIC, 6))
+    final = await assignment_within(kafka, "moves", [a, b], partitions(TOPIC, 6))
     if assignor == "uniform":  # sticky: the leaver's partitions only
         assert final[0] >= after[0] and final[1] >= after[1]
         assert not (a_log.revoked_partitions() or b_log.revoked_partitions())
@@ -221,13 +248,13 @@ async def test_a_static_member_restarts_and_gets_its_partitions_back_with_no_rev
     await kafka.runtime.create_topic(TOPIC, 4)
     stays, stays_log = member(kafka, "static", "stays", [TOPIC], **{"group.instance.id": "s-1"})
     goes, _ = member(kafka, "static", "goes", [TOPIC], **{"group.instance.id": "s-2"})
-    before = await asyncio.to_thread(assignment_within, [stays, goes], partitions(TOPIC, 4))
+    before = await assignment_within(kafka, "static", [stays, goes], partitions(TOPIC, 4))
     epoch = group_view(kafka, "static").group_epoch
     stays_log.revoked.clear()
 
     await asyncio.to_thread(goes.close)  # a static member leaves with epoch -2
     back, back_log = member(kafka, "static", "back", [TOPIC], **{"group.instance.id": "s-2"})
-    after = await asyncio.to_thread(assignment_within, [stays, back], partitions(TOPIC, 4))
+    after = await assignment_within(kafka, "static", [stays, back], partitions(TOPIC, 4))
     assert after == before
     assert not stays_log.revoked and not back_log.revoked
     view = group_view(kafka, "static")
@@ -241,12 +268,12 @@ async def test_a_regex_subscription_picks_up_a_topic_created_later(kafka: KafkaL
     await kafka.runtime.create_topic("logs-a", 2)
     await kafka.runtime.create_topic("metrics", 2)
     reader, _ = member(kafka, "logs", "reader", ["^logs-.*"])
-    first = await asyncio.to_thread(assignment_within, [reader], partitions("logs-a", 2))
+    first = await assignment_within(kafka, "logs", [reader], partitions("logs-a", 2))
     assert first == [partitions("logs-a", 2)]
 
     await kafka.runtime.create_topic("logs-b", 3)
-    grown = await asyncio.to_thread(
-        assignment_within, [reader], partitions("logs-a", 2) | partitions("logs-b", 3)
+    grown = await assignment_within(
+        kafka, "logs", [reader], partitions("logs-a", 2) | partitions("logs-b", 3)
     )
     assert grown == [partitions("logs-a", 2) | partitions("logs-b", 3)]
     (view_member,) = group_view(kafka, "logs").members.values()
@@ -274,8 +301,8 @@ async def test_the_admin_client_describes_and_lists_consumer_groups_beside_class
         )
     )
     classic.subscribe([TOPIC])
-    await asyncio.to_thread(assignment_within, [modern], partitions(TOPIC, 4))
-    await asyncio.to_thread(assignment_within, [classic], partitions(TOPIC, 4))
+    await assignment_within(kafka, "modern", [modern], partitions(TOPIC, 4))
+    await assignment_within(kafka, "classic", [classic], partitions(TOPIC, 4))
     admin = AdminClient({"bootstrap.servers": bootstrap(kafka)})
 
     def describe(group: str) -> Any:
