@@ -104,7 +104,7 @@ def test_a_report_prints_its_summary_line_and_nothing_of_spark_s_set_up(tmp_path
     log level" banner is configured away in spark_tasks/log4j2.properties)."""
     from webapp.simulation.history import generate_history
 
-    generate_history(tmp_path / "history", 2_000, seed=0, jobs=1)
+    generate_history(tmp_path / "history", 300, seed=0, jobs=1)
     result = report(tmp_path / "history", tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("rebalance_report: ")

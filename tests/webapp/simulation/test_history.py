@@ -309,8 +309,8 @@ def test_the_same_seed_gives_the_same_history_whatever_the_jobs(
 
 
 def test_another_seed_gives_another_history(tmp_path: Path) -> None:
-    one = generate_history(tmp_path / "one", 3000, seed=1)
-    two = generate_history(tmp_path / "two", 3000, seed=2)
+    one = generate_history(tmp_path / "one", 300, seed=1)
+    two = generate_history(tmp_path / "two", 300, seed=2)
     assert one.groups != two.groups
     assert not read_back(tmp_path / "one").equals(read_back(tmp_path / "two"))
 
@@ -333,9 +333,7 @@ def test_bad_arguments_are_refused_in_words(tmp_path: Path) -> None:
 
 def test_the_command_reports_progress_a_summary_line_and_a_table(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    call_command(
-        "generate_history", str(tmp_path / "h"), "--events", "2000", stdout=out, stderr=err
-    )
+    call_command("generate_history", str(tmp_path / "h"), "--events", "300", stdout=out, stderr=err)
     lines = out.getvalue().splitlines()
     history = json.loads((tmp_path / "h" / "_generated.json").read_text())
     assert lines[0].startswith(
@@ -370,7 +368,7 @@ def test_the_command_exits_non_zero_naming_the_problem(tmp_path: Path) -> None:
 def test_record_logs_hold_each_coordinators_full_log_which_replays_to_its_groups(
     tmp_path: Path,
 ) -> None:
-    events = 3000
+    events = 1000
     plain = generate_history(tmp_path / "plain", events, seed=3, jobs=1)
     logged = generate_history(
         tmp_path / "history", events, seed=3, jobs=2, record_logs=tmp_path / "logs"
@@ -405,7 +403,7 @@ def test_the_command_writes_record_logs_when_asked(tmp_path: Path) -> None:
         "generate_history",
         str(tmp_path / "h"),
         "--events",
-        "1000",
+        "300",
         "--record-logs",
         str(tmp_path / "logs"),
         stdout=io.StringIO(),
