@@ -184,6 +184,9 @@ class HandoffClient(SlottedClient):
         self._epoch = 0
         self._group_state = ""
         self._assignment: frozenset[TP] = frozenset()
+        #: The answer's partitions ``_assignment`` was read from: an engine in the same process
+        #: answers a settled member with the same tuple, read once.
+        self._assignment_read: tuple[TopicPartition, ...] = ()
         #: Started and not stopped: what the application consumes.
         self._consuming: set[TP] = set()
         self._positions: dict[TP, int] = {}
@@ -556,7 +559,9 @@ class HandoffClient(SlottedClient):
         self._timers.last_answered_sent_ms = flight.sent_ms
         self._epoch = response.member_epoch
         self._group_state = response.group_state
-        self._assignment = frozenset([(p.topic, p.partition) for p in response.assignment])
+        if response.assignment is not self._assignment_read:
+            self._assignment_read = response.assignment
+            self._assignment = frozenset([(p.topic, p.partition) for p in response.assignment])
         if not (response.close or response.start or flight.closed or flight.started):
             return  # nothing asked, nothing confirmed: the common answer of a settled group
         close = {(p.topic, p.partition) for p in response.close}
@@ -625,6 +630,7 @@ class HandoffClient(SlottedClient):
         self._epoch = 0
         self._group_state = ""
         self._assignment = frozenset()
+        self._assignment_read = ()
         self._consuming.clear()
         self._positions.clear()
         self._closing.clear()

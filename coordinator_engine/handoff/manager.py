@@ -64,7 +64,6 @@ from ..requests import (
     HandoffHeartbeatRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
-    TopicPartition,
 )
 from ..responses import DescribedGroup, DescribedMember, HandoffHeartbeatResponse, ListedGroup
 from .group import PROTOCOL_TYPE, TP, HandoffGroup, HandoffMember, group_value, topic_partitions
@@ -97,10 +96,28 @@ def _changes_nothing(
 
 
 @functools.lru_cache(maxsize=4096)
-def _sorted_tps(partitions: frozenset[TP]) -> tuple[TopicPartition, ...]:
-    """``topic_partitions`` of a member's set, remembered: a member's sets change at handoffs
-    only, and a heartbeat's answer repeats them."""
-    return topic_partitions(partitions)
+def _answer_of(
+    member_id: str,
+    epoch: int,
+    state: str,
+    to_close: frozenset[TP],
+    starts: frozenset[TP],
+    assignment: frozenset[TP],
+) -> Reply[HandoffHeartbeatResponse]:
+    """A heartbeat's answer, remembered: a member's sets change at handoffs only, and every
+    heartbeat between them gets the same answer (a done reply and its frozen response are
+    never changed, so one object serves them all)."""
+    return Reply.of(
+        HandoffHeartbeatResponse(
+            error_code=NONE,
+            member_id=member_id,
+            member_epoch=epoch,
+            group_state=state,
+            close=topic_partitions(to_close),
+            start=topic_partitions(starts),
+            assignment=topic_partitions(assignment),
+        )
+    )
 
 
 def _json_tps(partitions: Iterable[TP]) -> list[list[Any]]:
@@ -370,16 +387,13 @@ class HandoffGroupManager:
         self._timers.schedule(
             ("handoff-session", group.group_id, member_id), now + member.session_timeout_ms
         )
-        return Reply.of(
-            HandoffHeartbeatResponse(
-                error_code=NONE,
-                member_id=member_id,
-                member_epoch=group.epoch,
-                group_state=group.state.value,
-                close=_sorted_tps(member.to_close),
-                start=_sorted_tps(member.granted_starts()),
-                assignment=_sorted_tps(member.assignment),
-            )
+        return _answer_of(
+            member_id,
+            group.epoch,
+            group.state.value,
+            member.to_close,
+            member.granted_starts(),
+            member.assignment,
         )
 
     def _leave(
