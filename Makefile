@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 KAFKA_PORT ?= 9092
 
-.PHONY: run test system venv lint typecheck jstest pytest pytest-postgres bench clean
+.PHONY: run test system venv lint typecheck jstest pytest pytest-postgres pytest-passes bench clean
 
 ## Debian packages (redis-server, chromium, PostgreSQL, Node.js if absent): installed once, as root, by
 ## the project's own script.
@@ -40,8 +40,9 @@ run: system $(STAMP) $(NODE_STAMP) $(SPARK_ARCHIVE)
 	HOST=$(HOST) PORT=$(PORT) KAFKA_PORT=$(KAFKA_PORT) scripts/run.sh
 
 ## The whole suite: lint, strict type-check (the engine, the runtime, the transports and the
-## simulation), then every test, then the tests that use Django's database again on PostgreSQL.
-test: system $(STAMP) $(NODE_STAMP) $(SPARK_ARCHIVE) lint typecheck jstest pytest pytest-postgres
+## simulation), then every test, and beside them the tests that use Django's database again on
+## PostgreSQL.
+test: system $(STAMP) $(NODE_STAMP) $(SPARK_ARCHIVE) lint typecheck jstest pytest-passes
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -59,6 +60,11 @@ PYTEST_WORKERS := -n 2 --dist loadfile
 
 pytest: $(STAMP) $(NODE_STAMP)
 	$(PY) -m pytest $(PYTEST_WORKERS)
+
+## Both passes side by side (scripts/test-passes.sh): the PostgreSQL pass, on one worker, fits in
+## the SQLite pass's idle time, where most tests wait on their servers.
+pytest-passes: $(STAMP) $(NODE_STAMP)
+	scripts/test-passes.sh $(PY) --dist loadfile
 
 ## The tests marked `database` (tests/conftest.py: those that use Django's database, in-process
 ## or through a live server) on a throwaway PostgreSQL cluster (scripts/with-postgres.sh).

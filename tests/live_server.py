@@ -133,16 +133,28 @@ EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
 #: How many ports each process running tests has: far more than a whole run's servers take.
 PORTS_EACH = 1000
 
+#: How many xdist workers each pytest run may have: ``make test`` runs two at once (its SQLite
+#: and PostgreSQL passes), the second with ``TEST_RUN=1``, and each run's workers take slots of
+#: their own.
+WORKERS_EACH_RUN = 8
+
 
 def own_ports() -> range:
     """The ports this process may hand to its servers: ``PORTS_EACH`` of the larger of the two
     stretches outside the ephemeral range (below it from 10000, clear of the usual services'
     ports, or above it); the first ``PORTS_EACH`` for a process outside pytest-xdist (a
-    benchmark), the next for xdist's worker gw0, and so on."""
+    benchmark), the next for xdist's worker gw0 of run 0 (``TEST_RUN``, 0 unless set), and so
+    on: run 1's gw0 comes after run 0's ``WORKERS_EACH_RUN`` workers."""
     low, high = (int(bound) for bound in EPHEMERAL_PORTS.read_text().split())
     stretch = max(range(10_000, low), range(high + 1, 65_536), key=len)
     worker = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1", … under xdist
-    slot = 0 if worker is None else int(worker.removeprefix("gw")) + 1
+    slot = 0
+    if worker is not None:
+        index = int(worker.removeprefix("gw"))
+        assert index < WORKERS_EACH_RUN, (
+            f"{worker}: a pytest run has at most {WORKERS_EACH_RUN} workers with ports of their own"
+        )
+        slot = 1 + int(os.environ.get("TEST_RUN", "0")) * WORKERS_EACH_RUN + index
     ports = stretch[slot * PORTS_EACH : (slot + 1) * PORTS_EACH]
     assert len(ports) == PORTS_EACH, (
         f"net.ipv4.ip_local_port_range ({low}-{high}) leaves no {PORTS_EACH} ports outside it"

@@ -17,9 +17,11 @@ def test_free_ports_lie_outside_the_ephemeral_range_and_are_never_handed_out_twi
 
 def test_each_process_running_tests_has_ports_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     slices = []
-    for worker in ("gw0", "gw1", "gw7"):
-        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
-        slices.append(set(own_ports()))
+    for run in ("0", "1"):  # make test's two passes, side by side
+        monkeypatch.setenv("TEST_RUN", run)
+        for worker in ("gw0", "gw1", "gw7"):
+            monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+            slices.append(set(own_ports()))
     monkeypatch.delenv("PYTEST_XDIST_WORKER")
     slices.append(set(own_ports()))  # a benchmark, outside xdist
     assert all(len(ports) == PORTS_EACH for ports in slices)
