@@ -3,9 +3,9 @@
 # goes) and, at the same time, the tests marked `database` again on a throwaway PostgreSQL
 # (scripts/with-postgres.sh), its output kept in a file and shown when both have ended. Most
 # tests wait on their servers rather than compute, so the second pass fits in the first one's
-# idle time (docs/operations.md, "Tests", has the figures). The PostgreSQL pass runs with TEST_RUN=1: its
-# servers' ports are apart from the first pass's (tests/live_server.py, own_ports), and it
-# leaves pytest's cache to the first pass.
+# idle time (docs/operations.md, "Tests", has the figures). The PostgreSQL pass runs with
+# TEST_RUN=1: its servers' ports are apart from the first pass's (tests/live_server.py,
+# own_ports), and it leaves pytest's cache to the first pass.
 # Usage: scripts/test-passes.sh PYTHON PYTEST-OPTIONS...; the status is the first failing pass's.
 set -euo pipefail
 python=$1
