@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 KAFKA_PORT ?= 9092
 
-.PHONY: run test system venv lint typecheck jstest pytest pytest-postgres pytest-passes bench clean
+.PHONY: run test install system venv lint typecheck jstest pytest pytest-postgres pytest-passes bench clean
 
 ## Debian packages (redis-server, chromium, PostgreSQL, Node.js if absent): installed once, as root, by
 ## the project's own script.
@@ -31,18 +31,26 @@ $(SPARK_ARCHIVE): $(STAMP) | system
 
 ## Front-end libraries from the npm registry, exactly as package-lock.json pins them.
 NODE_STAMP := node_modules/.installed
-$(NODE_STAMP): package.json package-lock.json
+$(NODE_STAMP): package.json package-lock.json | $(if $(shell command -v npm),,system)
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
+## What a fresh machine needs, the independent installs side by side: the Debian packages, the
+## virtualenv and the front-end libraries download and unpack at the same time (npm waits for
+## the Debian packages only on a machine without npm), then the Spark class archive, which needs
+## the Java runtime and PySpark. On a machine that has them all, each is a check.
+install:
+	$(MAKE) --no-print-directory --jobs=3 system $(STAMP) $(NODE_STAMP)
+	$(MAKE) --no-print-directory $(SPARK_ARCHIVE)
+
 ## Everything, then the server with a live demo (Ctrl-C stops all it started).
-run: system $(STAMP) $(NODE_STAMP) $(SPARK_ARCHIVE)
+run: install
 	HOST=$(HOST) PORT=$(PORT) KAFKA_PORT=$(KAFKA_PORT) scripts/run.sh
 
 ## The whole suite: lint, strict type-check (the engine, the runtime, the transports and the
 ## simulation), then every test, and beside them the tests that use Django's database again on
 ## PostgreSQL.
-test: system $(STAMP) $(NODE_STAMP) $(SPARK_ARCHIVE) lint typecheck jstest pytest-passes
+test: install lint typecheck jstest pytest-passes
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
