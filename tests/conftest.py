@@ -13,6 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
+from xdist.remote import Producer
+from xdist.scheduler import LoadFileScheduling
 
 from tests.live_server import closed_port, redis_server
 from webapp.runtime.database import close_connections
@@ -22,6 +24,7 @@ __all__ = [
     "django_db_setup",
     "pytest_collection_modifyitems",
     "pytest_report_header",
+    "pytest_xdist_make_scheduler",
     "redis_server",
 ]
 
@@ -42,6 +45,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if uses_the_test_database(item):
             item.add_marker(pytest.mark.database)
+
+
+#: The test files that share one work unit under ``--dist loadfile``: every file of the
+#: directory runs on the same worker, one after another.
+ONE_WORKER = ("tests/spark/",)
+
+
+class LoadFileSparkTogether(LoadFileScheduling):
+    """xdist's ``--dist loadfile`` (a worker takes a whole file at a time), with the files under
+    ``ONE_WORKER`` one unit: the worker's one SparkSession (``tests/spark/conftest.py``) then
+    starts once and warms up once, and no two Spark JVMs compete for the cores (the figures:
+    docs/operations.md, "Tests")."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        for directory in ONE_WORKER:
+            if nodeid.startswith(directory):
+                return directory
+        return super()._split_scope(nodeid)
+
+
+def pytest_xdist_make_scheduler(
+    config: pytest.Config, log: Producer
+) -> LoadFileSparkTogether | None:
+    if config.getvalue("dist") != "loadfile":
+        return None  # xdist's own
+    return LoadFileSparkTogether(config, log)
 
 
 def pytest_report_header() -> str:
