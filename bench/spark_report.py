@@ -528,9 +528,8 @@ class Cluster:
                 self.url,
                 "--executor-memory",
                 "2g",
-                # The driver JVM as the Celery task launches it (webapp.analysis.reports).
-                "--driver-java-options",
-                tuning_for_history(history_dir).java_options,
+                # The driver as the Celery task launches it (webapp.analysis.reports).
+                *tuning_for_history(history_dir).submit_options(),
                 str(ROOT / "spark_tasks" / "__main__.py"),
                 "rebalance_report",
                 "--input",

@@ -123,6 +123,7 @@ def _run_rebalance_report(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         memory=args.driver_memory,
         java_options=tuning.java_options,
+        conf=tuning.launch,
     )
     try:
         with track_progress(spark, args.progress_file) as progress:

@@ -24,6 +24,11 @@ The history's size is known before the JVM starts, from its Parquet footers
   no AQE (its coalescing then has nothing to do, and its per-shuffle jobs cost a planning
   round each), and the driver JVM compiles with C1 only (``-XX:TieredStopAtLevel=1``: quick
   to warm, and C2 has no time to pay back);
+* below ``SIZED_BELOW`` events, the memory pages of a task's sorts, aggregations and joins are
+  ``PAGE_SIZE`` (``spark.buffer.pageSize``), where Spark sizes them to the heap: 64 MB with the
+  4 GB driver, each a fresh array the JVM zeroes and its collector then has to clear, for a
+  sort over a few hundred rows (10k events: the driver's collector threads took 1.7 to 3.9 s
+  of CPU per report, and 0.3 to 1.3 s with 1 MB pages);
 * below ``SIZED_BELOW`` events, up to ``STEPS_AT_ONCE`` of the report's steps that need none
   of each other's results run side by side (``spark_tasks.side_by_side``: one step's planning
   and last tasks leave cores idle that another's tasks fill; 10k events: 16.2 s → 13.2 s);
@@ -72,6 +77,7 @@ __all__ = [
     "DUMP_OPTION",
     "EVENTS_PER_PARTITION",
     "INTERPRETED_BELOW",
+    "PAGE_SIZE",
     "SIZED_BELOW",
     "STEPS_AT_ONCE",
     "Tuning",
@@ -100,6 +106,9 @@ INTERPRETED_BELOW = 50_000
 SIZED_BELOW = 2_000_000
 #: Events per shuffle partition below ``SIZED_BELOW`` (1M events: 4 partitions).
 EVENTS_PER_PARTITION = 250_000
+#: The memory pages of a task's sorts, aggregations and joins below ``SIZED_BELOW`` (Spark's
+#: smallest; it sizes them to the heap, up to 64 MB).
+PAGE_SIZE = "1m"
 #: Steps side by side below ``SIZED_BELOW`` (the most the report ever has ready at once:
 #: summary.json's five queries).
 STEPS_AT_ONCE = 5
@@ -107,15 +116,25 @@ STEPS_AT_ONCE = 5
 
 @dataclass(frozen=True, slots=True)
 class Tuning:
-    """What a report on ``events`` events runs with: the driver JVM's options (they count
-    only where the JVM is launched: ``build_session`` or spark-submit's
-    ``--driver-java-options``), the SQL settings (``applied`` sets them on a session) and how
-    many of its steps may run side by side."""
+    """What a report on ``events`` events runs with: the driver JVM's options and the Spark
+    settings Spark reads as it starts (``launch``; both count only where the driver is
+    launched: ``build_session``'s ``java_options`` and ``conf``, or spark-submit's
+    ``submit_options``), the SQL settings (``applied`` sets them on a session) and how many of
+    its steps may run side by side."""
 
     events: int
     java_options: str = DRIVER_JAVA_OPTIONS
     sql: Mapping[str, str] = field(default_factory=dict)
     steps_at_once: int = 1
+    launch: Mapping[str, str] = field(default_factory=dict)
+
+    def submit_options(self) -> list[str]:
+        """spark-submit's options that launch the driver so: ``--driver-java-options`` and a
+        ``--conf`` for each launch setting."""
+        options = ["--driver-java-options", self.java_options]
+        for key, value in self.launch.items():
+            options += ["--conf", f"{key}={value}"]
+        return options
 
     @contextlib.contextmanager
     def applied(self, spark: SparkSession) -> Iterator[None]:
@@ -161,7 +180,13 @@ def tuning_for(events: int) -> Tuning:
     # Stated both ways, so that a session set to interpret (a test's) compiles a large history.
     sql["spark.sql.codegen.wholeStage"] = "false" if interpreted else "true"
     sql["spark.sql.codegen.factoryMode"] = "NO_CODEGEN" if interpreted else "FALLBACK"
-    return Tuning(events, f"{DRIVER_JAVA_OPTIONS} {C1_ONLY}{start_up}", sql, STEPS_AT_ONCE)
+    return Tuning(
+        events,
+        f"{DRIVER_JAVA_OPTIONS} {C1_ONLY}{start_up}",
+        sql,
+        STEPS_AT_ONCE,
+        {"spark.buffer.pageSize": PAGE_SIZE},
+    )
 
 
 def history_events(files: Iterable[str | Path]) -> int:

@@ -25,7 +25,7 @@ def spark() -> Iterator[SparkSession]:
         master="local[1]",
         ui_enabled=False,
         java_options=SMALL.java_options,
-        conf={**SMALL.sql, "spark.default.parallelism": "1"},
+        conf={**SMALL.launch, **SMALL.sql, "spark.default.parallelism": "1"},
     )
     yield session
     session.stop()

@@ -26,6 +26,7 @@ from spark_tasks.tuning import (
     CLASS_ARCHIVE,
     DRIVER_JAVA_OPTIONS,
     DUMP_OPTION,
+    PAGE_SIZE,
     SIZED_BELOW,
     STEPS_AT_ONCE,
     default_java_options,
@@ -66,6 +67,7 @@ def test_a_demo_history_is_interpreted_on_one_partition_without_aqe() -> None:
         "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     }
     assert tuning.java_options == f"{DRIVER_JAVA_OPTIONS} {C1_ONLY}"
+    assert tuning.launch == {"spark.buffer.pageSize": PAGE_SIZE}
     assert tuning.steps_at_once == STEPS_AT_ONCE > 1
 
 
@@ -79,6 +81,7 @@ def test_a_million_events_are_compiled_over_partitions_sized_to_them() -> None:
         "spark.sql.codegen.factoryMode": "FALLBACK",
     }
     assert C1_ONLY in tuning.java_options
+    assert tuning.launch == {"spark.buffer.pageSize": PAGE_SIZE}
     assert tuning.steps_at_once == STEPS_AT_ONCE
     assert tuning_for(1_000_001).sql["spark.sql.shuffle.partitions"] == "5"
 
@@ -86,8 +89,25 @@ def test_a_million_events_are_compiled_over_partitions_sized_to_them() -> None:
 @pytest.mark.usefixtures("archive_path")
 def test_from_the_sized_limit_on_spark_chooses() -> None:
     tuning = tuning_for(SIZED_BELOW)
-    assert (tuning.sql, tuning.java_options) == ({}, DRIVER_JAVA_OPTIONS)
+    assert (tuning.sql, tuning.java_options, tuning.launch) == ({}, DRIVER_JAVA_OPTIONS, {})
     assert tuning.steps_at_once == 1  # one step at a time
+    assert tuning.submit_options() == ["--driver-java-options", DRIVER_JAVA_OPTIONS]
+
+
+@pytest.mark.usefixtures("archive_path")
+def test_spark_submit_launches_the_driver_as_the_tuning_says() -> None:
+    assert tuning_for(10_000).submit_options() == [
+        "--driver-java-options",
+        f"{DRIVER_JAVA_OPTIONS} {C1_ONLY}",
+        "--conf",
+        f"spark.buffer.pageSize={PAGE_SIZE}",
+    ]
+
+
+def test_a_session_built_with_the_launch_settings_runs_with_them(spark: SparkSession) -> None:
+    # conftest.py builds the tests' session as the report's command does: build_session's
+    # conf carries them into the JVM as it starts (set later, Spark would ignore them).
+    assert spark.sparkContext.getConf().get("spark.buffer.pageSize") == PAGE_SIZE
 
 
 def test_every_size_starts_from_the_class_archive_once_there_is_one(archive_path: Path) -> None:

@@ -6,8 +6,8 @@ it happens, so the analysis page can show where it is:
 1. **export**: the events stored since the last export are appended to the Parquet history
    (``webapp.analysis.export``, incremental);
 2. **Spark**: ``spark-submit --master $SPARK_MASTER --driver-memory $SPARK_DRIVER_MEMORY
-   --driver-java-options <as spark_tasks.tuning sizes them> spark_tasks/__main__.py
-   rebalance_report``
+   --driver-java-options … --conf … <as spark_tasks.tuning sizes them>
+   spark_tasks/__main__.py rebalance_report``
    in a process of its own (a JVM, and a Spark cluster if the master says so), its output in the
    run's log file, its progress (stages and tasks done, from Spark's status tracker) in a JSON
    file that this module copies into the row every second, with the Spark UI's address;
@@ -177,9 +177,8 @@ def _submit(run: ReportRun, history_dir: Path, reports_dir: Path) -> ReportRun:
         settings.SPARK_MASTER,
         "--driver-memory",
         settings.SPARK_DRIVER_MEMORY,
-        "--driver-java-options",
-        # The driver JVM as the history's size calls for (spark_tasks.tuning).
-        tuning_for_history(history_dir).java_options,
+        # The driver as the history's size calls for (spark_tasks.tuning).
+        *tuning_for_history(history_dir).submit_options(),
         *(["--conf", "spark.ui.enabled=false"] if not settings.SPARK_UI else []),
         str(JOB_FILE),
         "rebalance_report",
