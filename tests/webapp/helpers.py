@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -259,3 +260,20 @@ def inject_engine_fault(
 
     monkeypatch.setattr(engine, method, faulty)
     return engine
+
+
+def hold_the_reload(
+    monkeypatch: pytest.MonkeyPatch, runtime: CoordinatorRuntime
+) -> threading.Event:
+    """Make the runtime's reloads from its log wait, in their worker thread, until the event
+    returned is set: what a test looks at while the runtime recovers cannot race the reload,
+    which on a small log is done within a round trip."""
+    may_finish = threading.Event()
+    load = runtime._load_engine
+
+    def held(now_ms: int) -> GroupCoordinator:
+        assert may_finish.wait(timeout=10), "the test did not let the reload finish in 10 s"
+        return load(now_ms)
+
+    monkeypatch.setattr(runtime, "_load_engine", held)
+    return may_finish

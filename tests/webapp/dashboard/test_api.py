@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from tests.webapp.helpers import (
     START_MS,
     Client,
     commit_offsets,
+    hold_the_reload,
     inject_engine_fault,
     stable_group,
     subscription,
@@ -66,15 +66,7 @@ async def test_healthz_says_recovering_while_the_engine_reloads_after_a_fault(
 ) -> None:
     await stable_group(ws)
 
-    # The reload waits until the test has looked (it runs in a worker thread).
-    reload_may_finish = threading.Event()
-    load = runtime._load_engine
-
-    def gated_load(now_ms: int) -> Any:
-        assert reload_may_finish.wait(timeout=10)
-        return load(now_ms)
-
-    monkeypatch.setattr(runtime, "_load_engine", gated_load)
+    reload_may_finish = hold_the_reload(monkeypatch, runtime)  # until the test has looked
     inject_engine_fault(monkeypatch, runtime, "advance")
     runtime.tick()
     response = await http.get("/healthz")

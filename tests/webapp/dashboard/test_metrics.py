@@ -9,7 +9,6 @@ import datetime
 import gzip
 import json
 import re
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,13 @@ from coordinator_engine import MemberIdentity
 from tests.engine.consumer_harness import ConsumerContext
 from tests.engine.harness import Context
 from tests.engine.test_handoff import HandoffContext
-from tests.webapp.helpers import Client, commit_offsets, inject_engine_fault, stable_group
+from tests.webapp.helpers import (
+    Client,
+    commit_offsets,
+    hold_the_reload,
+    inject_engine_fault,
+    stable_group,
+)
 from webapp.dashboard import metrics as metrics_module
 from webapp.dashboard.metrics import (
     GROUP_STATES,
@@ -357,14 +362,7 @@ async def test_an_engine_fault_shows_while_the_engine_reloads_and_after(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     await stable_group(ws)
-    reload_may_finish = threading.Event()
-    load = runtime._load_engine
-
-    def gated_load(now_ms: int) -> Any:
-        assert reload_may_finish.wait(timeout=10)
-        return load(now_ms)
-
-    monkeypatch.setattr(runtime, "_load_engine", gated_load)
+    reload_may_finish = hold_the_reload(monkeypatch, runtime)
     inject_engine_fault(monkeypatch, runtime, "advance")
     runtime.tick()
     recovering = await scrape(http)

@@ -4,13 +4,12 @@ once, unless the discovery is switched off, when the departure waits for it to c
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
 
 from coordinator_engine.handoff import HandoffGroupView
-from tests.webapp.helpers import Client, connect, inject_engine_fault, subscription
+from tests.webapp.helpers import Client, connect, hold_the_reload, inject_engine_fault, subscription
 from webapp.runtime.clock import ManualClock
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 
@@ -142,9 +141,7 @@ async def test_the_registry_outlives_an_engine_reload_and_waits_for_it(
     joined = await beat(third, "c", 0)
     assert joined["error_code"] == 0
     inject_engine_fault(monkeypatch, runtime, "advance")
-    loaded = threading.Event()  # the reload waits until the test lets it finish
-    load = runtime._load_engine
-    monkeypatch.setattr(runtime, "_load_engine", lambda now: loaded.wait(10) and load(now))
+    loaded = hold_the_reload(monkeypatch, runtime)
     clock.advance(1)
     runtime.tick()
     assert runtime.recovering

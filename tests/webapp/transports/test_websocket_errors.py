@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from autobahn.exception import Disconnected
 
-from tests.webapp.helpers import SAMPLES, Client, connect
+from tests.webapp.helpers import SAMPLES, Client, connect, hold_the_reload
 from webapp.runtime.coordinator_runtime import CoordinatorRuntime
 from webapp.transports.websocket.codec import APIS, MAX_FRAME_BYTES, to_json
 from webapp.transports.websocket.connection import ConsumerProtocolSocket
@@ -282,6 +282,7 @@ async def test_an_engine_failure_is_an_internal_error_reply_and_the_socket_carri
         raise AssertionError("engine bug")
 
     monkeypatch.setattr(runtime.coordinator, "handle", broken)
+    reload_may_finish = hold_the_reload(monkeypatch, runtime)
     await ws.send("Heartbeat", HEARTBEAT, frame_id=3)
     assert await ws.recv() == {
         "id": 3,
@@ -291,6 +292,7 @@ async def test_an_engine_failure_is_an_internal_error_reply_and_the_socket_carri
     assert runtime.recovering
     await ws.send("ListGroups", {}, frame_id=4)
     assert (await ws.recv())["error"]["code"] == "unavailable"
+    reload_may_finish.set()
     assert runtime.reload_task is not None
     await runtime.reload_task
     assert await ws.call("ListGroups", {}) == {"error_code": 0, "groups": []}
