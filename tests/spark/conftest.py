@@ -1,9 +1,9 @@
 """One small SparkSession for every Spark test (Spark's testing guide): ``local[1]``, no UI, and
 the settings a report on a demo-sized history runs with (``tuning_for(0)``: expressions
 interpreted rather than compiled, one shuffle partition, no adaptive execution, a JIT that
-compiles with C1 only), so a test of a transform on a dozen rows pays no compiler. Compiled
-code has its own test: ``test_tuning`` runs a whole report compiled and compares it, row for
-row, with the interpreted one."""
+compiles with C1 only, 1 MB memory pages), so a test of a transform on a dozen rows pays no
+compiler. Compiled code has its own test: ``test_tuning`` runs a whole report compiled and
+compares it, row for row, with the interpreted one."""
 
 from __future__ import annotations
 
