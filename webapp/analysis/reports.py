@@ -48,7 +48,6 @@ __all__ = [
     "KEEP_REPORTS",
     "ReportFailed",
     "create_run",
-    "latest_report",
     "refuse_run",
     "run_report",
     "spark_submit",
@@ -83,11 +82,6 @@ def refuse_run(run_id: int, reason: str) -> None:
     ReportRun.objects.filter(pk=run_id, status=ReportRun.Status.QUEUED).update(
         status=ReportRun.Status.FAILED, finished_at=timezone.now(), error=reason
     )
-
-
-def latest_report() -> ReportRun | None:
-    """The newest run that succeeded."""
-    return ReportRun.objects.filter(status=ReportRun.Status.SUCCEEDED).first()
 
 
 def _save(run: ReportRun, **fields: Any) -> None:

@@ -2,7 +2,11 @@
 ``/api/analysis/groups/<id>``): the newest run (a progress bar while it runs), the newest report
 that succeeded (its ``summary.json`` from the database), and from that report's Parquet tables
 the rebalances to plot (at most :data:`MAX_POINTS`, the most recent) and the storms.
-Synchronous: the ORM and pyarrow."""
+Synchronous: the ORM and pyarrow.
+
+pyarrow's dataset API (which loads pandas) is imported where a table is read, not with this
+module: every Django process imports it through the URLs (``manage.py`` commands, ``serve``, the
+Celery worker), and most of them never read a report (0.4 s of each start on a 2-core machine)."""
 
 from __future__ import annotations
 
@@ -10,14 +14,9 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
-
 from webapp.models import ReportRun
 
-from .reports import latest_report
-
-__all__ = ["MAX_POINTS", "MAX_STORMS", "analysis_json", "run_json"]
+__all__ = ["MAX_POINTS", "MAX_STORMS", "analysis_json", "latest_report", "run_json"]
 
 #: Rebalances sent to the page's time chart (the most recent ones).
 MAX_POINTS = 3_000
@@ -78,6 +77,9 @@ def _rows(
     (every two seconds while a newer run is under way). Callers do not modify the result."""
     if not directory.is_dir():
         return []
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
     dataset = ds.dataset(directory, format="parquet")
     wanted = [name for name in columns if name in dataset.schema.names]
     condition = ds.field("group_id") == group_id if group_id is not None else None
@@ -86,6 +88,11 @@ def _rows(
         newest = pc.sort_indices(table, sort_keys=[(order, "descending")])[:limit]
         table = table.take(newest)
     return sorted(table.to_pylist(), key=lambda row: row[order] or 0)
+
+
+def latest_report() -> ReportRun | None:
+    """The newest run that succeeded."""
+    return ReportRun.objects.filter(status=ReportRun.Status.SUCCEEDED).first()
 
 
 def analysis_json(group_id: str | None = None) -> dict[str, Any]:

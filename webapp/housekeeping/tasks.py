@@ -9,6 +9,10 @@ restarting, or reloading its engine after a fault) a task retries with exponenti
 ``HOUSEKEEPING_RETRY_BACKOFF_S`` doubling up to a minute, ``HOUSEKEEPING_RETRIES`` times, then
 fails with :class:`HousekeepingFailed`, whose message says what it asked, how often, and the
 runtime's last answer in words.
+
+The report's module (``webapp.analysis.reports``, with the export's pyarrow and PySpark's
+launcher behind it) is imported when a report runs, not with this one: every Django process
+imports the tasks (the pages send them), and most never run a report.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ from typing import Any
 from celery import Task
 from django.conf import settings
 
-from webapp.analysis.reports import ReportFailed, create_run, run_report
 from webapp.runtime.control import RuntimeUnavailable, call_runtime
 
 from .celery_app import app
@@ -72,8 +75,11 @@ def compact_log(self: Task) -> dict[str, Any]:
 def rebalance_report(run_id: int | None = None, trigger: str = "schedule") -> dict[str, Any]:
     """Export the new history and run the Spark rebalance report on it (``run_id``: a
     :class:`~webapp.models.ReportRun` made by whoever queued it; beat's runs make their own).
-    Returns the run's id and totals; a failed run raises :class:`ReportFailed` with its reason.
-    Not retried: the next scheduled run is the retry, and a run that failed says why."""
+    Returns the run's id and totals; a failed run raises
+    :class:`~webapp.analysis.reports.ReportFailed` with its reason. Not retried: the next
+    scheduled run is the retry, and a run that failed says why."""
+    from webapp.analysis.reports import ReportFailed, create_run, run_report
+
     if run_id is None:
         run_id = create_run(trigger).pk
     run = run_report(run_id)
