@@ -108,6 +108,10 @@ def test_a_session_built_with_the_launch_settings_runs_with_them(spark: SparkSes
     # conftest.py builds the tests' session as the report's command does: build_session's
     # conf carries them into the JVM as it starts (set later, Spark would ignore them).
     assert spark.sparkContext.getConf().get("spark.buffer.pageSize") == PAGE_SIZE
+    # And build_session's java_options reach the driver JVM itself.
+    jvm = spark._jvm.java.lang.management.ManagementFactory  # type: ignore[union-attr]
+    arguments = set(jvm.getRuntimeMXBean().getInputArguments())
+    assert {"-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1"} <= arguments, arguments
 
 
 def test_every_size_starts_from_the_class_archive_once_there_is_one(archive_path: Path) -> None:
