@@ -198,7 +198,8 @@ def closed_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
-def _on_postgres(url: str) -> bool:
+def on_postgres(url: str) -> bool:
+    """Whether the DATABASE ``url`` names PostgreSQL (else SQLite)."""
     return urlsplit(url).scheme in ("postgres", "postgresql")
 
 
@@ -227,7 +228,7 @@ def server_database(workdir: Path) -> str:
     ``workdir`` (a server started again in the same directory finds its data, as it would its
     SQLite file) and created the first time."""
     run = os.environ.get("DATABASE", "")
-    if not _on_postgres(run):
+    if not on_postgres(run):
         return f"sqlite:///{workdir / 'db.sqlite3'}"
     name = "live_" + hashlib.sha256(str(workdir).encode()).hexdigest()[:20]
     with _postgres_connection(run) as db:
@@ -320,7 +321,7 @@ class LiveServer:
         """Rows of the server's Django database (SQLite or PostgreSQL), as dicts; ``query``'s
         placeholders are ``%s``, as in Django's raw SQL. JSON columns are their text on both."""
         url = self.env["DATABASE"]
-        if _on_postgres(url):
+        if on_postgres(url):
             with _postgres_connection(url) as db:
                 for json_type in ("json", "jsonb"):
                     db.adapters.register_loader(json_type, TextLoader)

@@ -300,11 +300,14 @@ def librdkafka_member(server: LiveServer, name: str) -> Iterator[None]:
 
 
 @pytest.fixture
-def fast_server(tmp_path: Path, closed_port: int) -> Iterator[LiveServer]:
+def fast_server(
+    tmp_path: Path, closed_port: int, site_database: Path | None
+) -> Iterator[LiveServer]:
     """The site with heartbeats every 300 ms (Kafka's 5 s would make each move take seconds)."""
     yield from serving(
         tmp_path,
         closed_port,
+        site_database,
         COORDINATOR_CONSUMER_GROUP_MIN_HEARTBEAT_INTERVAL_MS="100",
         COORDINATOR_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS="300",
     )

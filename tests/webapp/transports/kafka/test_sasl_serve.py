@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from tests.live_server import LiveServer, _on_postgres, _postgres_connection, wait_for
+from tests.live_server import LiveServer, _postgres_connection, on_postgres, wait_for
 from webapp.transports.kafka.mechanisms import PlainServer, SaslFailed
 from webapp.transports.kafka.users import stored_user
 
@@ -97,7 +97,7 @@ def test_users_sign_in_again_after_postgresql_ended_the_servers_sessions(
     server: LiveServer, tmp_path: Path
 ) -> None:
     database = server.env["DATABASE"]
-    if not _on_postgres(database):
+    if not on_postgres(database):
         pytest.skip("PostgreSQL's sessions: make test's PostgreSQL pass runs this")
     server.env["KAFKA_SASL"] = "required"
     server.manage("migrate", "-v", "0")
