@@ -163,7 +163,7 @@ def test_a_django_process_starts_without_the_analysis_libraries(tmp_path: Path) 
     """pyarrow (with pandas behind its datasets) and PySpark load where a report is exported,
     run or read, not as a Django process starts: every ``manage.py`` command, ``serve`` and the
     Celery worker import the URLs and the tasks, and most never touch a report (with them, a
-    ``manage.py check`` took 3.3 s and 198 MB instead of 2.3 s and 99 MB)."""
+    ``manage.py check`` took 3.3 s and 198 MiB instead of 2.3 s and 99 MiB)."""
     program = (
         "import sys, django\n"
         "django.setup()\n"
