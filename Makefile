@@ -15,10 +15,14 @@ KAFKA_PORT ?= 9092
 system:
 	scripts/install-system-packages.sh
 
+## The virtualenv: pip installs uv (its pin is in requirements-dev.txt), and uv the requirements:
+## it downloads them side by side and unpacks them at once, where pip took 89 s for what uv does
+## in 39 s (a new virtualenv, no cache, 2026-11-29), most of pip's time spent downloading one
+## package after another and unpacking the PySpark wheel it had just built.
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check "$$(grep -x 'uv==[0-9.]*' requirements-dev.txt)"
+	$(VENV)/bin/uv pip install --quiet --native-tls --python $(PY) -r requirements-dev.txt
 	touch $(STAMP)
 
 venv: $(STAMP)
