@@ -5,18 +5,21 @@ it happens, so the analysis page can show where it is:
 
 1. **export**: the events stored since the last export are appended to the Parquet history
    (``webapp.analysis.export``, incremental);
-2. **Spark**: ``spark-submit --master $SPARK_MASTER --driver-memory $SPARK_DRIVER_MEMORY
-   --driver-java-options … --conf … <as spark_tasks.tuning sizes them>
-   spark_tasks/__main__.py rebalance_report``
-   in a process of its own (a JVM, and a Spark cluster if the master says so), its output in the
-   run's log file, its progress (stages and tasks done, from Spark's status tracker) in a JSON
-   file that this module copies into the row every second, with the Spark UI's address;
+2. **Spark**: the history checked first as the job would check it (``check_history``: a
+   missing, unreadable or foreign file fails the run at once in the job's own words, without
+   starting a JVM to find out), then ``spark-submit --master $SPARK_MASTER --driver-memory
+   $SPARK_DRIVER_MEMORY --driver-java-options … --conf … <as spark_tasks.tuning sizes them>
+   spark_tasks/__main__.py rebalance_report`` in a process of its own (a JVM, and a Spark
+   cluster if the master says so), its output in the run's log file, its progress (stages and
+   tasks done, from Spark's status tracker) in a JSON file that this module copies into the row
+   every second, with the Spark UI's address;
 3. **result**: the report's ``summary.json`` into the row; the report's Parquet tables stay in
    the run's directory (the newest :data:`KEEP_REPORTS` are kept).
 
 A run is idempotent (a finished run is not run again) and only one runs at a time: a run asked
 for while another is under way fails at once, saying which. A failed run says why in words: the
-job's own one-line error (``rebalance_report: error: ...``), a timeout, or an export error.
+history check's or the job's own one-line error (``rebalance_report: error: ...``), a timeout, or
+an export error.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from spark_tasks.history import HistoryError, check_history
 from spark_tasks.tuning import tuning_for_history
 from webapp.models import ReportRun
 
@@ -258,5 +262,9 @@ def run_report(run_id: int) -> ReportRun:
     _save(run, events_exported=exported.events, events_total=exported.total_events)
     if exported.total_events == 0:
         return _fail(run, "no history to analyse yet: the coordinator has stored no events")
+    try:
+        check_history(history_dir)
+    except HistoryError as exc:
+        return _fail(run, str(exc))
     reports_dir.mkdir(parents=True, exist_ok=True)
     return _submit(run, history_dir, reports_dir)

@@ -129,3 +129,5 @@ def test_a_report_without_history_or_with_a_corrupt_file_fails_in_words(
         worker.stop()
     assert "part-broken.parquet" in second["error"], second["error"]
     assert "Traceback" not in second["error"]
+    # The task checked the history before spark-submit: no JVM was started to find that out.
+    assert second["log_path"] == ""
