@@ -137,7 +137,7 @@ def test_a_jvm_that_writes_an_archive_maps_none(
 def test_the_archive_is_made_again_while_one_is_there(tmp_path: Path) -> None:
     """What ``make`` does after a new install over an old one: the script's JVM, told to write
     an archive, must not also be given the old one (the JDK then refuses to start). The report
-    runs on a small history of the test's (make's own is 5,000 events: the JVM is the same)."""
+    runs on a small history of the test's: make's own has 5,000 events, its JVM the same options."""
     if not CLASS_ARCHIVE.is_file():
         pytest.skip(f"no archive to map: make writes {CLASS_ARCHIVE} before the tests")
     history = tmp_path / "history"
