@@ -41,7 +41,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from spark_tasks.history import HistoryError, check_history
-from spark_tasks.tuning import tuning_for_history
+from spark_tasks.tuning import Tuning, history_events, tuning_for
 from webapp.models import ReportRun
 
 from .export import HistoryDirError, export_history
@@ -165,7 +165,7 @@ def _on_this_machine(master: str) -> bool:
     )
 
 
-def _submit(run: ReportRun, history_dir: Path, reports_dir: Path) -> ReportRun:
+def _submit(run: ReportRun, history_dir: Path, reports_dir: Path, tuning: Tuning) -> ReportRun:
     output = reports_dir / f"run-{run.pk}"
     progress_file = reports_dir / f"run-{run.pk}.progress.json"
     log_path = reports_dir / f"run-{run.pk}.log"
@@ -176,7 +176,7 @@ def _submit(run: ReportRun, history_dir: Path, reports_dir: Path) -> ReportRun:
         "--driver-memory",
         settings.SPARK_DRIVER_MEMORY,
         # The driver as the history's size calls for (spark_tasks.tuning).
-        *tuning_for_history(history_dir).submit_options(),
+        *tuning.submit_options(),
         *(["--conf", "spark.ui.enabled=false"] if not settings.SPARK_UI else []),
         str(JOB_FILE),
         "rebalance_report",
@@ -263,8 +263,8 @@ def run_report(run_id: int) -> ReportRun:
     if exported.total_events == 0:
         return _fail(run, "no history to analyse yet: the coordinator has stored no events")
     try:
-        check_history(history_dir)
+        files = check_history(history_dir)
     except HistoryError as exc:
         return _fail(run, str(exc))
     reports_dir.mkdir(parents=True, exist_ok=True)
-    return _submit(run, history_dir, reports_dir)
+    return _submit(run, history_dir, reports_dir, tuning_for(history_events(files)))
