@@ -8,9 +8,12 @@ timeout, and a second epoch bump before the first was reconciled."""
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from coordinator_engine import (
     ConsumerGroupHeartbeatRequest,
@@ -41,13 +44,6 @@ TOPIC = "t"
 GROUP = "c"
 REBALANCE_TIMEOUT = 5_000
 SESSION = CoordinatorConfig().consumer_group_session_timeout_ms  # 45,000
-
-
-def tables(spark: SparkSession, *groups: list[GroupEvent]) -> dict[str, DataFrame]:
-    history = History()
-    for events in groups:
-        history.add(*events)
-    return report_tables(history.frame(spark), storm_count=3, storm_window_ms=60_000)
 
 
 class Consumer:
@@ -189,9 +185,9 @@ def unavailable(report: dict[str, DataFrame]) -> list[tuple[Any, ...]]:
 
 
 def test_a_join_is_a_bump_a_revocation_an_unowned_wait_and_an_assignment(
-    spark: SparkSession,
+    scenarios: Scenarios,
 ) -> None:
-    report = tables(spark, two_members().events)
+    report = scenarios.report("join")
     assert rebalances(report) == [
         # a into the Empty group: its whole target at once, Empty -> Stable in the same call.
         (T0, "Empty", "member_joined", "a", "Stable", True, 0, 0, 0, 0, 1, 1, "uniform",
@@ -218,15 +214,20 @@ def test_a_join_is_a_bump_a_revocation_an_unowned_wait_and_an_assignment(
     assert report["duplicate_consumption"].count() == 0
 
 
-def test_a_member_leaving_hands_its_partitions_over_at_the_next_heartbeat(
-    spark: SparkSession,
-) -> None:
-    c = two_members()
+def a_member_leaves(group: str = GROUP) -> Consumer:
+    """``two_members``, then b leaves at 10,000 and a is given its partitions at 10,200."""
+    c = two_members(group)
     c.at(10_000)
     c.leave("b")  # bump to epoch 3; the target waits for a heartbeat (Assigning)
     c.at(10_200)
     assert c.hb("a", 0, 1).assignment == {TOPIC: (0, 1, 2, 3)}  # nobody holds t-2, t-3
-    report = tables(spark, c.events)
+    return c
+
+
+def test_a_member_leaving_hands_its_partitions_over_at_the_next_heartbeat(
+    scenarios: Scenarios,
+) -> None:
+    report = scenarios.report("leave")
     assert rebalances(report)[2] == (
         T0 + 10_000, "Stable", "member_left", "b", "Stable", True, 200, 200, 0, 0, 1, 3,
         "uniform", "consumer", 2, 1, 4, 4, 2, 2, 0.5, 2, 400,
@@ -245,10 +246,10 @@ def test_a_member_leaving_hands_its_partitions_over_at_the_next_heartbeat(
     assert report["duplicate_consumption"].count() == 0
 
 
-def test_a_session_timeout_fences_the_member_and_opens_duplicate_windows(
-    spark: SparkSession,
-) -> None:
-    c = two_members()
+def a_member_stops_heartbeating(group: str = GROUP) -> Consumer:
+    """``two_members``; b commits t-2 at 2,000 and 4,000, heartbeats last at 5,000 and is
+    fenced when its session ends at 50,000; a gets everything at 50,500."""
+    c = two_members(group)
     c.at(2_000)
     c.commit("b", 2, 100)
     c.at(4_000)
@@ -261,7 +262,13 @@ def test_a_session_timeout_fences_the_member_and_opens_duplicate_windows(
     c.at(50_000)  # b is fenced: bump to epoch 3, Assigning
     c.at(50_500)
     assert c.hb("a", 0, 1).assignment == {TOPIC: (0, 1, 2, 3)}
-    report = tables(spark, c.events)
+    return c
+
+
+def test_a_session_timeout_fences_the_member_and_opens_duplicate_windows(
+    scenarios: Scenarios,
+) -> None:
+    report = scenarios.report("timeout")
     assert rebalances(report)[2] == (
         T0 + 50_000, "Stable", "session_timeout", "b", "Stable", True, 500, 500, 0, 0, 1, 3,
         "uniform", "consumer", 2, 1, 4, 4, 2, 2, 0.5, 2, 1_000,
@@ -309,9 +316,9 @@ def held_past_its_rebalance_timeout(group: str = GROUP) -> Consumer:
 
 
 def test_a_member_held_in_unrevoked_partitions_past_its_rebalance_timeout_is_fenced(
-    spark: SparkSession,
+    scenarios: Scenarios,
 ) -> None:
-    report = tables(spark, held_past_its_rebalance_timeout().events)
+    report = scenarios.report("held")
     assert rebalances(report)[1] == (
         # Reconciling 1,000 -> 6,100, Assigning 6,100 -> 6,200; two targets, one restart.
         T0 + 1_000, "Stable", "member_joined", "b", "Stable", True, 5_200, 100, 5_100, 1, 2, 3,
@@ -358,9 +365,9 @@ def overlapping_bumps(group: str = GROUP) -> Consumer:
 
 
 def test_a_second_bump_before_the_members_reconciled_restarts_the_rebalance(
-    spark: SparkSession,
+    scenarios: Scenarios,
 ) -> None:
-    c = overlapping_bumps()
+    c = scenarios.consumers["bumps"]
     targets = [e.to_json()["assignment"] for e in c.events if e.type.endswith("Computed")]
     assert targets[-1] == {
         "a": [[TOPIC, 0]],
@@ -368,7 +375,7 @@ def test_a_second_bump_before_the_members_reconciled_restarts_the_rebalance(
         "c": [[TOPIC, 3]],
         "d": [[TOPIC, 1]],
     }
-    report = tables(spark, c.events)
+    report = scenarios.report("bumps")
     assert rebalances(report)[2] == (
         # One rebalance from c's bump at 10,000 to every member Stable at epoch 4 at 10,400
         # (b released t-3 at 10,300 and c got it; a released t-1 at 10,300, d got it at
@@ -583,10 +590,9 @@ def static_member_back_under_a_new_id(group: str = GROUP) -> Consumer:
 
 
 def test_a_static_member_back_under_a_new_id_is_followed_to_its_session_timeout(
-    spark: SparkSession,
+    scenarios: Scenarios,
 ) -> None:
-    c = static_member_back_under_a_new_id()
-    report = tables(spark, c.events)
+    report = scenarios.report("static")
     rows = rebalances(report)
     assert len(rows) == 3  # the static member's absence and return are no rebalance
     assert rows[2] == (
@@ -694,13 +700,12 @@ def static_member_crashing_twice(group: str = GROUP) -> Consumer:
     return c
 
 
-def test_each_removal_of_a_static_instance_ends_what_it_held(spark: SparkSession) -> None:
+def test_each_removal_of_a_static_instance_ends_what_it_held(scenarios: Scenarios) -> None:
     """A static instance fenced twice holds, the second time, only what its second process
     was given: not what the first held before its own removal (days before, in a long
     history), which would open windows and revocations for partitions it never had."""
-    c = static_member_crashing_twice()
-    given = c.owned["a3"]
-    report = tables(spark, c.events)
+    given = scenarios.consumers["twice"].owned["a3"]
+    report = scenarios.report("twice")
     windows = report["duplicate_consumption"].orderBy("window_start_ms", "partition").collect()
     figures = [
         (w.member_id, w.partition, w.window_start_ms - T0, w.window_ms, w.committed_ms)
@@ -721,13 +726,11 @@ def test_each_removal_of_a_static_instance_ends_what_it_held(spark: SparkSession
     assert revoked_at_removal == [(p, "a3", 95_500) for p in given]
 
 
-def test_a_static_member_whose_session_ends_while_away_opens_no_window(
-    spark: SparkSession,
-) -> None:
-    """A static member that left for a while (epoch -2) closed cleanly, committing what it
-    had processed: when its session ends before it comes back, its partitions pass on from
-    that commit, and nothing is processed twice (its removal still revokes them)."""
-    c = Consumer("away")
+def static_member_away_when_its_session_ends(group: str = GROUP) -> Consumer:
+    """A static s and e (as in ``two_members``); s commits t-0 at 1,500, leaves for a while at
+    2,000 (epoch -2) and is fenced when its session ends at 47,000; e gets everything at
+    47,100."""
+    c = Consumer(group)
     c.hb("s", instance="host-s")
     c.at(1_000)
     c.tick("e")
@@ -747,12 +750,62 @@ def test_a_static_member_whose_session_ends_while_away_opens_no_window(
     c.at(47_000)  # its session ends: fenced
     c.at(47_100)
     assert c.tick("e").assignment == {TOPIC: (0, 1, 2, 3)}
-    removed = [e for e in c.events if type(e).__name__ == "MemberRemoved"]
+    return c
+
+
+def test_a_static_member_whose_session_ends_while_away_opens_no_window(
+    scenarios: Scenarios,
+) -> None:
+    """A static member that left for a while (epoch -2) closed cleanly, committing what it
+    had processed: when its session ends before it comes back, its partitions pass on from
+    that commit, and nothing is processed twice (its removal still revokes them)."""
+    removed = [e for e in scenarios.consumers["away"].events if type(e).__name__ == "MemberRemoved"]
     assert [(e.member_id, e.reason) for e in removed] == [("s", "session_timeout")]
-    report = tables(spark, c.events)
+    report = scenarios.report("away")
     assert report["duplicate_consumption"].count() == 0
     revoked = [
         (u.partition, u.revoked_from, u.revoked_ms - T0, u.assigned_to)
         for u in report["partition_unavailability"].orderBy("revoked_ms", "partition").collect()
     ]
     assert revoked[-2:] == [(0, "s", 47_000, "e"), (1, "s", 47_000, "e")]
+
+
+# -- the one report the tests above read ----------------------------------------------------
+
+#: Each scenario above under its group in one history. A report's figures are per group, so
+#: each group's are those of a history of its own (the peers' test above counts four such
+#: groups in one history too); one report over all of them spares a report per test.
+SCENARIOS: dict[str, Callable[[str], Consumer]] = {
+    "join": two_members,
+    "leave": a_member_leaves,
+    "timeout": a_member_stops_heartbeating,
+    "held": held_past_its_rebalance_timeout,
+    "bumps": overlapping_bumps,
+    "static": static_member_back_under_a_new_id,
+    "twice": static_member_crashing_twice,
+    "away": static_member_away_when_its_session_ends,
+}
+
+
+class Scenarios:
+    """``SCENARIOS`` played on the engine, and the report of their events."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.consumers = {group: play(group) for group, play in SCENARIOS.items()}
+        history = History()
+        for consumer in self.consumers.values():
+            history.add(*consumer.events)
+        self.tables = report_tables(history.frame(spark), storm_count=3, storm_window_ms=60_000)
+
+    def report(self, group: str) -> dict[str, DataFrame]:
+        """The per-group tables, cut to ``group``'s rows."""
+        return {
+            name: frame.where(F.col("group_id") == group)
+            for name, frame in self.tables.items()
+            if "group_id" in frame.columns
+        }
+
+
+@pytest.fixture(scope="module")
+def scenarios(spark: SparkSession) -> Scenarios:
+    return Scenarios(spark)
