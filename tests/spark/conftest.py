@@ -15,6 +15,8 @@ from pyspark.sql import SparkSession
 from spark_tasks.session import build_session
 from spark_tasks.tuning import tuning_for
 
+from .generated import GeneratedReport
+
 SMALL = tuning_for(0)
 
 
@@ -29,3 +31,11 @@ def spark() -> Iterator[SparkSession]:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def generated_report(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+) -> GeneratedReport:
+    """A generated history and its report, made once (``generated.py``)."""
+    return GeneratedReport.make(spark, tmp_path_factory.mktemp("generated"))

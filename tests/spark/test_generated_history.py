@@ -21,27 +21,23 @@ from typing import Any
 
 import pyarrow.dataset as ds
 import pytest
-from pyspark.sql import SparkSession
 
-from spark_tasks.rebalance_report import CAUSES, run
-from webapp.simulation.history import GeneratedHistory, GroupSummary, generate_history
+from spark_tasks.rebalance_report import CAUSES
+from webapp.simulation.history import GeneratedHistory, GroupSummary
 
-EVENTS = 10_000
-SEED = 1
+from .generated import EVENTS, GeneratedReport
 
 Generated = tuple[GeneratedHistory, dict[str, Any], Counter[tuple[str, str]]]
 
-pytestmark = pytest.mark.slow  # ~18 s cold: generating (1.5 s), the report on local[1] (~16 s)
+pytestmark = pytest.mark.slow  # the session's generated history and its report (conftest.py)
 
 
 @pytest.fixture(scope="module")
-def generated(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Generated:
-    root = tmp_path_factory.mktemp("generated")
-    history = generate_history(root / "history", EVENTS, seed=SEED, jobs=1)
-    summary = run(spark, root / "history", root / "report")
+def generated(generated_report: GeneratedReport) -> Generated:
+    summary = generated_report.summary
     # What run() returns is what it wrote.
-    assert json.loads((root / "report" / "summary.json").read_text()) == summary
-    return history, summary, _raw_counts(root / "history")
+    assert json.loads((generated_report.output / "summary.json").read_text()) == summary
+    return generated_report.history, summary, _raw_counts(generated_report.directory)
 
 
 def _raw_counts(directory: Path) -> Counter[tuple[str, str]]:

@@ -37,8 +37,10 @@ from spark_tasks.tuning import (
 from tests import ROOT
 from webapp.simulation.history import generate_history
 
+from .generated import GeneratedReport, compilations
+
 #: The compiled report's settings: Spark's own code generation and adaptive execution, over two
-#: shuffle partitions (Spark's 200 would only slow a 5,000-event report on local[1]). They are
+#: shuffle partitions (Spark's 200 would only slow a 10,000-event report on local[1]). They are
 #: stated because the tuning of ten million events sets nothing and so would keep the session's
 #: settings, which are a demo-sized report's (interpreted; conftest.py).
 COMPILED = {
@@ -162,36 +164,29 @@ def test_an_unreadable_history_gets_the_smallest_tuning(tmp_path: Path) -> None:
     assert tuning_for_history(tmp_path / "missing") == tuning_for(0)
 
 
-def compilations(spark: SparkSession) -> int:
-    """How many classes Spark has generated and compiled in this JVM so far (its codegen
-    metrics)."""
-    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics  # type: ignore[union-attr]
-    return int(metrics.METRIC_COMPILATION_TIME().getCount())
-
-
-@pytest.mark.slow  # two reports of a generated history, about 40 s on local[1]
+@pytest.mark.slow  # a compiled report of the session's generated history
 def test_interpreted_and_compiled_reports_are_the_same_row_for_row(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession,
+    generated_report: GeneratedReport,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    history = tmp_path / "history"
-    generate_history(history, 5_000, seed=3, jobs=1)
+    # The session's report of its generated history (conftest.py) ran interpreted, with the
+    # tuning of its size, and left the session's settings as it found them.
+    history, interpreted = generated_report.directory, generated_report.summary
     events = history_events(sorted(history.rglob("*.parquet")))
     assert "spark.sql.codegen.factoryMode" in tuning_for(events).sql  # interpreted
-    before = {key: spark.conf.get(key, None) for key in tuning_for(events).sql}
+    assert generated_report.settings_after == generated_report.settings_before  # put back
 
-    classes_before = compilations(spark)
-    interpreted = run(spark, history, tmp_path / "interpreted")
-    classes_interpreted = compilations(spark) - classes_before
-    assert {key: spark.conf.get(key, None) for key in before} == before  # put back
     compiled_tuning = dataclasses.replace(tuning_for(SIZED_BELOW), sql=COMPILED)
     monkeypatch.setattr(rebalance_report, "tuning_for", lambda events: compiled_tuning)
     classes_before = compilations(spark)
     compiled = run(spark, history, tmp_path / "compiled")
-    # Interpreted, Spark still generates a few classes (25 here); compiled, hundreds (763).
-    assert compilations(spark) - classes_before > 10 * classes_interpreted
+    # Interpreted, Spark still generates a few classes (26 here); compiled, hundreds (764).
+    assert compilations(spark) - classes_before > 10 * generated_report.compiled_classes
 
     assert interpreted["totals"]["rebalances"] > 50
-    differences = report_differences(tmp_path / "interpreted", tmp_path / "compiled")
+    differences = report_differences(generated_report.output, tmp_path / "compiled")
     assert differences == dict.fromkeys(differences)  # None everywhere: the same
     assert "summary.json" in differences and set(TABLES) <= differences.keys()
     assert compiled["totals"] == interpreted["totals"]
