@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from spark_tasks.rebalance_report import run
-from spark_tasks.tuning import history_events, tuning_for
+from spark_tasks.tuning import tuning_for
 from webapp.simulation.history import GeneratedHistory, generate_history
 
 EVENTS = 10_000
@@ -44,7 +44,7 @@ class GeneratedReport:
     def make(cls, spark: SparkSession, root: Path) -> GeneratedReport:
         directory, output = root / "history", root / "report"
         history = generate_history(directory, EVENTS, seed=SEED, jobs=1)
-        keys = tuning_for(history_events(sorted(directory.rglob("*.parquet")))).sql
+        keys = tuning_for(history.events).sql  # the settings run() sets, then puts back
 
         def settings() -> dict[str, str | None]:
             return {key: spark.conf.get(key, None) for key in keys}
