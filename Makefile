@@ -17,11 +17,14 @@ system:
 
 ## The virtualenv: pip installs uv (its pin is in requirements-dev.txt), and uv the requirements:
 ## into a new virtualenv with no cache, pip took 89 s and uv 39 s (2026-11-29; README has make
-## install's figures).
+## install's figures). uv compiles the packages to bytecode as it installs them, as pip does and
+## uv does not by default: where PYTHONDONTWRITEBYTECODE is set, as on this kind of machine, each
+## of the hundreds of processes the tests start would otherwise compile Django, Celery, Twisted
+## and the rest from source as it imports them (docs/operations.md, "Tests").
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check "$$(grep -x 'uv==[0-9.]*' requirements-dev.txt)"
-	$(VENV)/bin/uv pip install --quiet --native-tls --python $(PY) -r requirements-dev.txt
+	$(VENV)/bin/uv pip install --quiet --native-tls --compile-bytecode --python $(PY) -r requirements-dev.txt
 	touch $(STAMP)
 
 venv: $(STAMP)
