@@ -34,6 +34,15 @@ def clean_env(**settings: str) -> dict[str, str]:
     return {**env, "DJANGO_SETTINGS_MODULE": "webapp.settings", **settings}
 
 
+def as_from_a_terminal() -> None:
+    """In the child, before ``run.sh`` starts: SIGINT at its default action, as a shell on a
+    terminal starts ``make run``. A process inherits an ignored signal, and bash can neither trap
+    nor reset a signal ignored when it started: a pytest worker seen with SIGINT ignored (by
+    whatever ran in it before) once gave ``run.sh`` a Ctrl-C it could not hear, and the test
+    waited in vain, leaving the whole lab running."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_every_state_path_defaults_to_a_file_in_state_dir(tmp_path: Path) -> None:
     state = tmp_path / "lab-2"
     show = (
@@ -81,7 +90,12 @@ def test_a_second_lab_keeps_all_its_state_in_its_own_state_dir(
     output = tmp_path / "run.log"
     with output.open("wb") as out:
         run = subprocess.Popen(
-            ["scripts/run.sh"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+            ["scripts/run.sh"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=as_from_a_terminal,
         )
     try:
         ports_file = state / "ports.json"
@@ -103,7 +117,12 @@ def test_a_second_lab_keeps_all_its_state_in_its_own_state_dir(
         } <= written, written
         assert "using the Redis already listening" in output.read_text()
     finally:
-        run.send_signal(signal.SIGINT)
-        status = run.wait(timeout=60)
+        run.send_signal(signal.SIGINT)  # Ctrl-C
+        try:
+            status = run.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            run.terminate()  # its TERM trap stops what it started: the test leaves nothing running
+            run.wait(timeout=60)
+            raise
     assert status in (0, 130), output.read_text()
     assert files_under(ROOT / "var") == checkout_state
