@@ -36,10 +36,12 @@ def clean_env(**settings: str) -> dict[str, str]:
 
 def as_from_a_terminal() -> None:
     """In the child, before ``run.sh`` starts: SIGINT at its default action, as a shell on a
-    terminal starts ``make run``. A process inherits an ignored signal, and bash can neither trap
-    nor reset a signal ignored when it started: a pytest worker seen with SIGINT ignored (by
-    whatever ran in it before) once gave ``run.sh`` a Ctrl-C it could not hear, and the test
-    waited in vain, leaving the whole lab running."""
+    terminal starts ``make run``. A command a non-interactive shell starts with ``&`` (as
+    ``scripts/test-passes.sh`` starts its PostgreSQL pass, or ``bash script &``) runs with
+    SIGINT and SIGQUIT ignored, and so do its children, pytest's workers among them, until
+    something installs a handler (PySpark's context does); bash can neither trap nor reset a
+    signal ignored when it started. So a pytest started that way once gave ``run.sh`` a Ctrl-C
+    it could not hear, and the test waited in vain, leaving the whole lab running."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
