@@ -30,7 +30,6 @@ from spark_tasks.tuning import (
     SIZED_BELOW,
     STEPS_AT_ONCE,
     default_java_options,
-    history_events,
     tuning_for,
     tuning_for_history,
 )
@@ -174,7 +173,7 @@ def test_interpreted_and_compiled_reports_are_the_same_row_for_row(
     # The session's report of its generated history (conftest.py) ran interpreted, with the
     # tuning of its size, and left the session's settings as it found them.
     history, interpreted = generated_report.directory, generated_report.summary
-    events = history_events(sorted(history.rglob("*.parquet")))
+    events = generated_report.history.events  # the rows run() read (test_generated_history)
     assert "spark.sql.codegen.factoryMode" in tuning_for(events).sql  # interpreted
     assert generated_report.settings_after == generated_report.settings_before  # put back
 
