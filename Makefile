@@ -45,8 +45,9 @@ $(NODE_STAMP): package.json package-lock.json | $(if $(shell command -v npm),,sy
 ## virtualenv and the front-end libraries download and unpack at the same time (npm waits for
 ## the Debian packages only on a machine without npm), then the Spark class archive, which needs
 ## the Java runtime and PySpark. On a machine that has them all, each is a check.
+PACKAGES := system $(STAMP) $(NODE_STAMP)
 install:
-	$(MAKE) --no-print-directory --jobs=3 system $(STAMP) $(NODE_STAMP)
+	$(MAKE) --no-print-directory --jobs=3 $(PACKAGES)
 	$(MAKE) --no-print-directory $(SPARK_ARCHIVE)
 
 ## Everything, then the server with a live demo (Ctrl-C stops all it started).
@@ -55,8 +56,12 @@ run: install
 
 ## The whole suite: lint, strict type-check (the engine, the runtime, the transports and the
 ## simulation), then every test, and beside them the tests that use Django's database again on
-## PostgreSQL.
-test: install lint typecheck jstest pytest-passes
+## PostgreSQL. The checks need no Spark: on a fresh machine they run while the archive is made
+## (its JVM keeps one core of two busy; each target's output is shown whole as it ends).
+test:
+	$(MAKE) --no-print-directory --jobs=3 $(PACKAGES)
+	$(MAKE) --no-print-directory --jobs=4 --output-sync=target $(SPARK_ARCHIVE) lint typecheck jstest
+	$(MAKE) --no-print-directory pytest-passes
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

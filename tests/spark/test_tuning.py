@@ -34,7 +34,6 @@ from spark_tasks.tuning import (
     tuning_for_history,
 )
 from tests import ROOT
-from webapp.simulation.history import generate_history
 
 from .generated import GeneratedReport, compilations
 
@@ -137,15 +136,12 @@ def test_a_jvm_that_writes_an_archive_maps_none(
 @pytest.mark.slow  # a report whose JVM loads every class without an archive, then dumps them
 def test_the_archive_is_made_again_while_one_is_there(tmp_path: Path) -> None:
     """What ``make`` does after a new install over an old one: the script's JVM, told to write
-    an archive, must not also be given the old one (the JDK then refuses to start). The report
-    runs on a small history of the test's: make's own has 5,000 events, its JVM the same options."""
+    an archive, must not also be given the old one (the JDK then refuses to start)."""
     if not CLASS_ARCHIVE.is_file():
         pytest.skip(f"no archive to map: make writes {CLASS_ARCHIVE} before the tests")
-    history = tmp_path / "history"
-    generate_history(history, 300, seed=0, jobs=1)
     remade = tmp_path / "spark-classes.jsa"
     done = subprocess.run(
-        ["scripts/spark-class-archive.sh", str(remade), str(history)],
+        ["scripts/spark-class-archive.sh", str(remade)],
         cwd=ROOT,
         capture_output=True,
         text=True,
