@@ -54,10 +54,11 @@ install:
 run: install
 	HOST=$(HOST) PORT=$(PORT) KAFKA_PORT=$(KAFKA_PORT) scripts/run.sh
 
-## The whole suite: lint, strict type-check (the engine, the runtime, the transports and the
-## simulation), then every test, and beside them the tests that use Django's database again on
-## PostgreSQL. The checks need no Spark: on a fresh machine they run while the archive is made
-## (its JVM keeps one core of two busy; each target's output is shown whole as it ends).
+## The whole suite: lint, strict type-check (the engine, the runtime, the transports, the
+## simulation, the report runs and the Spark job), then every test, and beside them the tests
+## that use Django's database again on PostgreSQL. The checks need no Spark: on a fresh machine
+## they run while the archive is made (its JVM keeps one core of two busy; each target's output
+## is shown whole as it ends).
 test:
 	$(MAKE) --no-print-directory --jobs=3 $(PACKAGES)
 	$(MAKE) --no-print-directory --jobs=4 --output-sync=target $(SPARK_ARCHIVE) lint typecheck jstest
@@ -68,7 +69,8 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict coordinator_engine webapp/runtime webapp/transports webapp/simulation spark_tasks
+	$(VENV)/bin/mypy --strict coordinator_engine webapp/runtime webapp/transports webapp/simulation \
+		webapp/analysis spark_tasks
 
 ## The dashboard's pure modules (static/dashboard/*.js) under Node's own test runner.
 jstest: $(NODE_STAMP)

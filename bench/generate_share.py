@@ -134,7 +134,8 @@ def keep_classic_catalogue() -> None:
     """Run only the catalogue's classic and handoff applications (``--classic-catalogue``)."""
     import importlib
 
-    catalogue = importlib.import_module("webapp.simulation.history.catalogue")
+    # The module itself: the package's attribute of that name is its function catalogue().
+    catalogue: Any = importlib.import_module("webapp.simulation.history.catalogue")
     catalogue.GROUPS = tuple(s for s in catalogue.GROUPS if not getattr(s, "consumer", False))
 
 

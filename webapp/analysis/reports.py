@@ -78,7 +78,8 @@ def spark_submit() -> Path:
 
 
 def create_run(trigger: str) -> ReportRun:
-    return ReportRun.objects.create(trigger=trigger, spark_master=settings.SPARK_MASTER)
+    run: ReportRun = ReportRun.objects.create(trigger=trigger, spark_master=settings.SPARK_MASTER)
+    return run
 
 
 def refuse_run(run_id: int, reason: str) -> None:
@@ -98,7 +99,7 @@ def _claim(run_id: int) -> ReportRun | None:
     """Mark the run as exporting, unless it is done or another run is under way (then fail it
     in words). None when there is nothing to do."""
     with transaction.atomic():
-        run = ReportRun.objects.select_for_update().get(pk=run_id)
+        run: ReportRun = ReportRun.objects.select_for_update().get(pk=run_id)
         if run.done:
             return None
         busy = (
@@ -251,7 +252,8 @@ def run_report(run_id: int) -> ReportRun:
     ended. A failure is in the row (``status`` failed, ``error`` in words), not raised."""
     run = _claim(run_id)
     if run is None:
-        return ReportRun.objects.get(pk=run_id)
+        ended: ReportRun = ReportRun.objects.get(pk=run_id)
+        return ended
     analysis_dir = Path(settings.ANALYSIS_DIR)
     history_dir = analysis_dir / "history"
     reports_dir = analysis_dir / "reports"

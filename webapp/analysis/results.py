@@ -92,7 +92,8 @@ def _rows(
 
 def latest_report() -> ReportRun | None:
     """The newest run that succeeded."""
-    return ReportRun.objects.filter(status=ReportRun.Status.SUCCEEDED).first()
+    run: ReportRun | None = ReportRun.objects.filter(status=ReportRun.Status.SUCCEEDED).first()
+    return run
 
 
 def analysis_json(group_id: str | None = None) -> dict[str, Any]:
