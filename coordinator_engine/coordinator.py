@@ -296,6 +296,12 @@ class GroupCoordinator:
         """When the coordinator next needs `advance`, or None when no timer is armed."""
         return self._timers.next_deadline()
 
+    def may_be_due(self, now_ms: int) -> bool:
+        """False when no timer is due at `now_ms`, for a host with an agenda of its own that
+        asks before each step: it costs a comparison, where `next_deadline_ms` first settles
+        the deadlines that heartbeats pushed later (True may still mean none is due)."""
+        return self._timers.may_be_due(now_ms)
+
     def group(self, group_id: str) -> GroupView | HandoffGroupView | ConsumerGroupView | None:
         """A snapshot of a group: a `GroupView` for a classic group, a `HandoffGroupView` for
         a handoff group (docs/engine.md, "Handoff groups"), a `ConsumerGroupView` for a

@@ -627,3 +627,20 @@ def test_next_deadline_is_the_earliest_armed_timer() -> None:
     assert ctx.coord.next_deadline_ms() == 550  # session and pending sync
     ctx.commit_response([PartitionOffset(topic="t", partition=0, offset=1)], group_id="other")
     assert ctx.coord.next_deadline_ms() == 550
+
+
+def test_may_be_due_is_false_only_when_no_timer_is_due() -> None:
+    ctx = Context()
+    assert not ctx.coord.may_be_due(10**12)  # nothing armed
+    leader_id, _ = ctx.stable_group_of_one()
+    deadline = ctx.coord.next_deadline_ms()
+    assert deadline is not None
+    assert not ctx.coord.may_be_due(ctx.now) and ctx.coord.may_be_due(deadline)
+    # A heartbeat pushes the session's deadline later without touching the timer heap: the
+    # cheap check may then say "maybe" before the exact deadline, never "no" at or after it.
+    ctx.sleep(100)
+    assert ctx.heartbeat(leader_id, 1) == NONE
+    later = ctx.coord.next_deadline_ms()
+    assert later == deadline + 100
+    assert not ctx.coord.may_be_due(ctx.now)
+    assert ctx.coord.may_be_due(later) and ctx.coord.may_be_due(later + 1)
