@@ -63,6 +63,13 @@ class ConsumerProtocolMember(HandoffConsumer):
                 stderr=subprocess.STDOUT,
             )
 
+    def positions(self) -> dict[int, int]:
+        """The positions its ``fetched`` lines gave, by partition (the latest of each)."""
+        positions: dict[int, int] = {}
+        for fields in self.lines("fetched"):
+            positions.update(offsets(fields["positions"]))
+        return positions
+
     def owned(self) -> set[int]:
         """What the last ``assigned`` line says it owns."""
         assigned = self.lines("assigned")
@@ -109,9 +116,12 @@ def test_consumer_protocol_members_revoke_before_the_other_starts_and_leave_clea
         for raw in a.output.read_text().splitlines()[:revoked_at]:
             if raw.startswith("committed "):
                 committed.update(offsets(raw.split("offsets=")[1].split(" ")[0]))
-        started = {}
-        for fields in b.lines("fetched"):
-            started.update(offsets(fields["positions"]))
+        # b prints its positions once its OffsetFetch is answered, after its "assigned" line.
+        started = wait_for(
+            lambda: (fetched := b.positions()).keys() >= moved and fetched,
+            10,
+            "b to fetch the positions of what it was assigned",
+        )
         assert started == {p: committed[p] for p in moved}
         assert all(offset > 0 for offset in started.values())
         # Each change of a's assignment moved its epoch on.
