@@ -72,9 +72,10 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict coordinator_engine webapp/runtime webapp/transports webapp/simulation \
 		webapp/analysis spark_tasks
 
-## The dashboard's pure modules (static/dashboard/*.js) under Node's own test runner.
+## The dashboard's pure modules (static/dashboard/*.js) under Node's own test runner, a line per
+## test (its default away from a terminal is TAP: some 600 lines for 98 tests).
 jstest: $(NODE_STAMP)
-	node --test static/dashboard/tests/
+	node --test --test-reporter=spec static/dashboard/tests/
 
 ## Two workers, one test file each at a time (pytest-xdist): most tests wait on their servers.
 PYTEST_WORKERS := -n 2 --dist loadfile
