@@ -447,8 +447,18 @@ async def test_consumer_protocol_crash_flapping_slow_and_graceful_leave(live: An
     runtime, simulation = live
     removed = removals(runtime)
     simulation.spawn(spec(protocol="consumer"), "steady")
+    # The crasher's rebalance timeout (its max.poll.interval.ms) lies far beyond the session:
+    # should it die with a revocation pending (the group still settling, as on a busy machine),
+    # the session still runs out first; with QUICK's 600 ms the rebalance timeout would, and
+    # the coordinator would fence it for that instead.
     crasher = simulation.spawn(
-        spec(protocol="consumer", behaviour=Behaviour.CRASH, period_ms=700), "crasher"
+        spec(
+            protocol="consumer",
+            behaviour=Behaviour.CRASH,
+            period_ms=700,
+            max_poll_interval_ms=5_000,
+        ),
+        "crasher",
     )
     flapper = simulation.spawn(
         spec(protocol="consumer", behaviour=Behaviour.FLAPPING, period_ms=700), "flapper"
