@@ -25,11 +25,13 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 
 def sessions(database: str) -> set[int]:
-    """The server processes of the sessions connected to ``database`` (asked on a connection
-    of its own, to the main database)."""
+    """The server processes of the clients' sessions connected to ``database`` (asked on a
+    connection of its own, to the main database); not an autovacuum worker's."""
     with _postgres_connection(os.environ["DATABASE"]) as server:
         rows = server.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (database,)
+            "SELECT pid FROM pg_stat_activity"
+            " WHERE datname = %s AND backend_type = 'client backend'",
+            (database,),
         ).fetchall()
     return {row["pid"] for row in rows}
 
