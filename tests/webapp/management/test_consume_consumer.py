@@ -63,13 +63,6 @@ class ConsumerProtocolMember(HandoffConsumer):
                 stderr=subprocess.STDOUT,
             )
 
-    def positions(self) -> dict[int, int]:
-        """The positions its ``fetched`` lines gave, by partition (the latest of each)."""
-        positions: dict[int, int] = {}
-        for fields in self.lines("fetched"):
-            positions.update(offsets(fields["positions"]))
-        return positions
-
     def owned(self) -> set[int]:
         """What the last ``assigned`` line says it owns."""
         assigned = self.lines("assigned")
@@ -118,7 +111,7 @@ def test_consumer_protocol_members_revoke_before_the_other_starts_and_leave_clea
                 committed.update(offsets(raw.split("offsets=")[1].split(" ")[0]))
         # b prints its positions once its OffsetFetch is answered, after its "assigned" line.
         started = wait_for(
-            lambda: (fetched := b.positions()).keys() >= moved and fetched,
+            lambda: (fetched := b.offsets("fetched", "positions")).keys() >= moved and fetched,
             10,
             "b to fetch the positions of what it was assigned",
         )

@@ -68,6 +68,14 @@ class HandoffConsumer:
             for item in filter(None, fields["partitions"].split(","))
         }
 
+    def offsets(self, event: str, field: str) -> dict[int, int]:
+        """The offsets by partition that its ``event`` lines gave in ``field`` (the latest of
+        each)."""
+        found: dict[int, int] = {}
+        for fields in self.lines(event):
+            found.update(offsets(fields[field]))
+        return found
+
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
@@ -103,9 +111,7 @@ def test_handoff_consumers_close_before_start_and_a_killed_one_is_removed_at_onc
         wait_for(lambda: a.partitions("close-confirmed") == moved or None, 10, "a's confirmation")
         assert a.partitions("close") == moved
         # b starts each moved partition where a committed it when closing it.
-        committed: dict[int, int] = {}
-        for fields in a.lines("committed"):
-            committed.update(offsets(fields["offsets"]))
+        committed = a.offsets("committed", "offsets")
         started = offsets(b.lines("start")[0]["positions"])
         assert started == {p: committed[p] for p in moved}
         assert all(offset > 0 for offset in started.values())
