@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 KAFKA_PORT ?= 9092
 
-.PHONY: run test install system venv lint typecheck jstest pytest pytest-postgres pytest-passes bench clean
+.PHONY: run test install packages system venv lint typecheck jstest pytest pytest-postgres pytest-passes bench clean
 
 ## Debian packages (redis-server, chromium, PostgreSQL, Node.js if absent): installed once, as root, by
 ## the project's own script.
@@ -45,9 +45,10 @@ $(NODE_STAMP): package.json package-lock.json | $(if $(shell command -v npm),,sy
 ## virtualenv and the front-end libraries download and unpack at the same time (npm waits for
 ## the Debian packages only on a machine without npm), then the Spark class archive, which needs
 ## the Java runtime and PySpark. On a machine that has them all, each is a check.
-PACKAGES := system $(STAMP) $(NODE_STAMP)
-install:
-	$(MAKE) --no-print-directory --jobs=3 $(PACKAGES)
+packages:
+	$(MAKE) --no-print-directory --jobs=3 system $(STAMP) $(NODE_STAMP)
+
+install: packages
 	$(MAKE) --no-print-directory $(SPARK_ARCHIVE)
 
 ## Everything, then the server with a live demo (Ctrl-C stops all it started).
@@ -59,8 +60,7 @@ run: install
 ## that use Django's database again on PostgreSQL. The checks need no Spark: on a fresh machine
 ## they run while the archive is made (its JVM keeps one core of two busy; each target's output
 ## is shown whole as it ends).
-test:
-	$(MAKE) --no-print-directory --jobs=3 $(PACKAGES)
+test: packages
 	$(MAKE) --no-print-directory --jobs=4 --output-sync=target $(SPARK_ARCHIVE) lint typecheck jstest
 	$(MAKE) --no-print-directory pytest-passes
 
